@@ -1,0 +1,38 @@
+# Two commands matter: `make run` (the main job, offline) and `make test` (every test).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+E2E_STAMP := tests/e2e/thirdparty/node_modules/.installed-stamp
+
+.PHONY: setup run test bench lint e2e-deps clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+# Third-party MCP servers from npm for the end-to-end tests (installed locally, pinned by the lock file).
+e2e-deps: $(E2E_STAMP)
+
+$(E2E_STAMP): tests/e2e/thirdparty/package.json tests/e2e/thirdparty/package-lock.json
+	cd tests/e2e/thirdparty && npm ci --no-audit --no-fund --loglevel=error
+	touch $(E2E_STAMP)
+
+run: setup
+	$(BIN)/agent-harness run experiments/example.yaml
+
+test: setup e2e-deps
+	$(BIN)/pytest -q
+
+bench: setup
+	$(BIN)/python bench/judge.py
+
+lint: setup
+	$(BIN)/ruff check harness runner tests bench
+
+clean:
+	rm -rf $(VENV) tests/e2e/thirdparty/node_modules .pytest_cache
