@@ -1,0 +1,168 @@
+"""The event log: one tagged event per thing that happened in a session.
+
+The proxy appends events as they happen; the judge reads nothing else. A log serialises to JSON
+lines and reads back identically, so a recorded session can be judged again later
+(`agent-harness judge EVENTS.jsonl`) or attached to a bug report.
+
+Times are `t_ns`: the proxy's monotonic clock in nanoseconds. Only differences mean anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal, TextIO
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from harness import jsonutil
+from harness.errors import EventLogError
+
+LOG_VERSION = 1
+
+ToolClassName = Literal["write", "read", "unclassified"]
+FaultName = Literal["F1", "F2", "F3", "F4", "F5", "chaos"]
+Scenario = Literal["F1", "F2", "F3", "F4", "F5"]
+UpstreamStatus = Literal["result", "error", "timeout", "crash", "unavailable", "oversized"]
+AnswerSource = Literal["upstream", "fault", "harness"]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    t_ns: int = Field(description="Monotonic clock of the proxy, nanoseconds.")
+
+
+class SessionStarted(_Event):
+    """The session began; how the harness was configured."""
+
+    type: Literal["session_started"] = "session_started"
+    log_version: int = LOG_VERSION
+    harness_version: str
+    kind: Literal["proxy", "demo", "benchmark"] = "proxy"
+    scenario: Scenario | None = None
+    chaos_error_rate: float | None = Field(None, description="Set iff --mode chaos.")
+    chaos_seed: int | None = None
+    retry_after_s: float | None = Field(None, description="What an F2 429 announces.")
+    key_fields: list[str] = Field(default_factory=lambda: ["idempotency_key"])
+    started_at: str = Field("", description="Wall-clock start, ISO 8601, for people only.")
+
+
+class ListedTool(BaseModel):
+    """One tool of the upstream's list with its class (C1-C6) and key field (K1)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    tool_class: ToolClassName
+    reason: str
+    key_field: str | None = None
+
+
+class ToolsListed(_Event):
+    """The upstream's tool list (all pages) as classified; later lists replace earlier ones."""
+
+    type: Literal["tools_listed"] = "tools_listed"
+    tools: list[ListedTool]
+
+
+class CallReceived(_Event):
+    """The agent called a tool (not one of the harness's own audit tools)."""
+
+    type: Literal["call_received"] = "call_received"
+    seq: int = Field(description="The harness's number for this call, unique in the session.")
+    rpc_id: int | str | None = Field(None, description="The JSON-RPC id the agent used.")
+    tool: str
+    arguments: Any = Field(None, description="As received; floats kept as exact decimals.")
+    arguments_too_deep: bool = False
+    tool_class: ToolClassName
+    operation: str = Field(description="K2 operation id: digest of tool + arguments minus keys.")
+    key_field: str | None = Field(None, description="The argument that carried a key, if any.")
+    key: Any = Field(None, description="Its value.")
+    schema_key_field: str | None = Field(None, description="The tool's schema offers this key.")
+
+
+class FaultApplied(_Event):
+    """The fault plan applied a fault to a call (F4: let one of its two writes pass)."""
+
+    type: Literal["fault_applied"] = "fault_applied"
+    seq: int
+    fault: FaultName
+    executes_upstream: bool = Field(description="F1/F4: the call went upstream and executed.")
+    retry_after_s: float | None = None
+
+
+class UpstreamAnswered(_Event):
+    """What came back from the upstream for a call, or why nothing usable came back."""
+
+    type: Literal["upstream_answered"] = "upstream_answered"
+    seq: int
+    status: UpstreamStatus
+    is_error: bool = False
+    result_digest: str | None = Field(None, description="Digest of the result (J1 identical).")
+    error: Any = Field(None, description="JSON-RPC error object or the reason, when not a result.")
+
+
+class AnswerSent(_Event):
+    """The agent received an answer to a call."""
+
+    type: Literal["answer_sent"] = "answer_sent"
+    seq: int
+    is_error: bool
+    source: AnswerSource = "upstream"
+
+
+class SessionEnded(_Event):
+    """The session ended (client EOF, a signal, a limit); open calls stay open."""
+
+    type: Literal["session_ended"] = "session_ended"
+    reason: str
+
+
+Event = Annotated[
+    SessionStarted | ToolsListed | CallReceived | FaultApplied | UpstreamAnswered | AnswerSent
+    | SessionEnded,
+    Field(discriminator="type"),
+]
+
+_EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def to_json(event: _Event) -> str:
+    """One event as one JSON line (without the newline)."""
+    return jsonutil.dumps(event.model_dump(mode="python"))
+
+
+def from_json(line: str) -> Event:
+    """Parse one JSON line back into its event."""
+    return _EVENT_ADAPTER.validate_python(jsonutil.loads(line))
+
+
+def write_jsonl(events: Iterable[_Event], out: TextIO) -> None:
+    """Write events as JSON lines."""
+    for event in events:
+        out.write(to_json(event))
+        out.write("\n")
+
+
+def read_jsonl(path: Path) -> Iterator[Event]:
+    """Read a JSON-lines event log; a bad line raises EventLogError naming file and line."""
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise EventLogError(f"{path}: cannot read event log: {exc.strerror or exc}") from exc
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                event = from_json(line)
+            except (ValueError, ValidationError) as exc:
+                first = str(exc).strip().splitlines()[0]
+                raise EventLogError(f"{path}:{number}: not an agent-harness event: {first}") from exc
+            if isinstance(event, SessionStarted) and event.log_version > LOG_VERSION:
+                raise EventLogError(
+                    f"{path}:{number}: event log version {event.log_version} is newer than this "
+                    f"harness understands ({LOG_VERSION}); upgrade agent-harness"
+                )
+            yield event

@@ -1,0 +1,345 @@
+"""The judge: events in, incremental state updated, derived per operation only when it changed.
+
+`Judge.feed(event)` costs the same at the 50,000th write as at the first: it touches the
+operation and key of the event, plus a few bounded lists (operations waiting for a read, the
+last uncertain attempts of a tool for J9). Deriving an operation (outcome, findings, score
+share) happens lazily for the operations marked dirty, and the global sums are kept up to date
+by taking out an operation's old share and adding its new one.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.events import (
+    AnswerSent,
+    CallReceived,
+    Event,
+    FaultApplied,
+    ListedTool,
+    SessionEnded,
+    SessionStarted,
+    ToolsListed,
+    UpstreamAnswered,
+)
+from harness.judge.derive import Derived, derive_key, derive_operation
+from harness.judge.model import (
+    INJECTING_FAULTS,
+    Attempt,
+    KeyState,
+    OpState,
+    RetryWindow,
+    UnclassifiedRepeat,
+)
+from harness.judge.similar import similar
+from harness.identity import strip_key_fields, value_key
+from harness.tools import DEFAULT_KEY_FIELDS, normalise_field_name
+
+# J9 compares a new attempt with at most this many recent uncertain attempts of its tool.
+J9_CANDIDATES = 64
+
+
+@dataclass(slots=True)
+class _Call:
+    seq: int
+    tool_class: str
+    attempt: Attempt | None
+
+
+@dataclass
+class Totals:
+    """Global sums over the derived operations, maintained incrementally."""
+
+    known: int = 0
+    duplicates: int = 0
+    fh_sum: int = 0
+    fh_count: int = 0
+    violations: int = 0
+    not_tested: dict[str, list[int]] = field(default_factory=dict)  # reason -> sorted op indices
+    violating_ops: list[int] = field(default_factory=list)  # sorted
+    flavours: Counter[str] = field(default_factory=Counter)
+
+    def apply(self, index: int, d: Derived, sign: int) -> None:
+        self.known += sign * d.known
+        self.duplicates += sign * d.duplicate
+        if d.failure_handling is not None:
+            self.fh_sum += sign * d.failure_handling
+            self.fh_count += sign
+        self.violations += sign * len(d.violations)
+        if d.violations:
+            _sorted_update(self.violating_ops, index, sign)
+        if d.not_tested is not None:
+            _sorted_update(self.not_tested.setdefault(d.not_tested, []), index, sign)
+        for flavour in d.patch_flavours:
+            self.flavours[flavour] += sign
+
+
+def _sorted_update(items: list[int], value: int, sign: int) -> None:
+    if sign > 0:
+        insort(items, value)
+    else:
+        del items[bisect_left(items, value)]
+
+
+class Judge:
+    """Incremental judge of one session's event log."""
+
+    def __init__(self) -> None:
+        self.started: SessionStarted | None = None
+        self.ended: SessionEnded | None = None
+        self.tools: dict[str, ListedTool] = {}
+        self.calls_by_class: Counter[str] = Counter()
+        self.unlisted_called: dict[str, None] = {}
+        self.faults_injected = 0
+        self.scenario_triggered = False
+        self.ops: list[OpState] = []
+        self.keys: list[KeyState] = []
+        self.unclassified: list[UnclassifiedRepeat] = []
+        self.read_positions: list[int] = []
+        self.window: RetryWindow | None = None
+        self.totals = Totals()
+        self.derived: list[Derived | None] = []
+        self.key_entries: list[dict[str, Any] | None] = []
+        self.dirty_ops: dict[int, None] = {}
+        self.dirty_keys: dict[int, None] = {}
+        self.dirty_unclassified: dict[int, None] = {}
+        self._pos = 0
+        self._key_names = frozenset(normalise_field_name(k) for k in DEFAULT_KEY_FIELDS)
+        self._ops_by_id: dict[str, OpState] = {}
+        self._keys_by_value: dict[str, KeyState] = {}
+        self._unclassified_by_op: dict[str, UnclassifiedRepeat] = {}
+        self._open: dict[int, _Call] = {}
+        self._attempts: dict[int, Attempt] = {}
+        self._awaiting_read: list[OpState] = []
+        self._keys_awaiting_read: list[KeyState] = []
+        self._awaiting_other_write: deque[tuple[int, Attempt]] = deque()
+        self._uncertain_by_tool: dict[str, deque[Attempt]] = {}
+
+    # -- feeding ---------------------------------------------------------------------------
+
+    def feed(self, event: Event) -> None:
+        """Take one event in log order."""
+        self._pos += 1
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    def feed_all(self, events: Any) -> Judge:
+        for event in events:
+            self.feed(event)
+        return self
+
+    def _on_started(self, ev: SessionStarted) -> None:
+        self.started = ev
+        self._key_names = frozenset(normalise_field_name(k) for k in ev.key_fields)
+
+    def _on_tools(self, ev: ToolsListed) -> None:
+        self.tools = {t.name: t for t in ev.tools}
+
+    def _on_call(self, ev: CallReceived) -> None:
+        self.calls_by_class[ev.tool_class] += 1
+        if ev.tool not in self.tools:
+            self.unlisted_called.setdefault(ev.tool)
+        if ev.tool_class == "unclassified":
+            self._count_unclassified(ev)
+        if ev.tool_class != "write":
+            self._open[ev.seq] = _Call(ev.seq, ev.tool_class, None)
+            return
+        op = self._ops_by_id.get(ev.operation)
+        if op is None:
+            op = OpState(
+                index=len(self.ops),
+                op_id=ev.operation,
+                tool=ev.tool,
+                arguments=strip_key_fields(ev.arguments, self._key_names),
+                schema_key_field=ev.schema_key_field,
+            )
+            self.ops.append(op)
+            self.derived.append(None)
+            self._ops_by_id[ev.operation] = op
+        key = None if ev.key_field is None else value_key(ev.key)
+        attempt = Attempt(
+            seq=ev.seq,
+            op=op,
+            pos_received=self._pos,
+            t_received=ev.t_ns,
+            key=key,
+            key_value=ev.key,
+            parallel=op.open_count > 0,
+        )
+        window = self.window
+        if window is not None and window.attempt.op is not op and window.attempt.op.tool == op.tool:
+            answered = window.attempt.t_answered
+            attempt.in_retry_window = answered is None or ev.t_ns < answered + window.required_ns
+        op.attempts.append(attempt)
+        op.open_count += 1
+        self._attempts[ev.seq] = attempt
+        self._open[ev.seq] = _Call(ev.seq, "write", attempt)
+        self._compare_spelling(attempt)
+        for other_key in op.keys.values():
+            self._mark_key(other_key)  # agentGaveUpSilently of the op's other keys may change
+        if key is not None:
+            self._add_key(attempt, key)
+        self._mark(op)
+
+    def _count_unclassified(self, ev: CallReceived) -> None:
+        entry = self._unclassified_by_op.get(ev.operation)
+        if entry is None:
+            entry = UnclassifiedRepeat(len(self.unclassified), ev.tool, ev.arguments)
+            self.unclassified.append(entry)
+            self._unclassified_by_op[ev.operation] = entry
+        entry.calls += 1
+        if entry.calls >= 2:
+            self.dirty_unclassified[entry.index] = None
+
+    def _add_key(self, attempt: Attempt, key: str) -> None:
+        state = self._keys_by_value.get(key)
+        if state is None:
+            state = KeyState(len(self.keys), key, attempt.key_value)
+            self.keys.append(state)
+            self.key_entries.append(None)
+            self._keys_by_value[key] = state
+        state.attempts.append(attempt)
+        attempt.op.keys[key] = state
+        self._mark_key(state)
+
+    def _compare_spelling(self, attempt: Attempt) -> None:
+        """J9: is this attempt an earlier uncertain attempt of its tool in another spelling?"""
+        op = attempt.op
+        recent = self._uncertain_by_tool.setdefault(op.tool, deque(maxlen=J9_CANDIDATES))
+        for earlier in recent:
+            if earlier.op is op or not earlier.uncertain:
+                continue
+            if similar(earlier.op.arguments, op.arguments):
+                op.similar_pairs.append((attempt, earlier))
+                earlier.dependents.append(op)
+        recent.append(attempt)
+
+    def _on_fault(self, ev: FaultApplied) -> None:
+        self.scenario_triggered = True
+        if ev.fault in INJECTING_FAULTS:
+            self.faults_injected += 1
+        attempt = self._attempts.get(ev.seq)
+        if attempt is None:
+            return  # a chaos fault on a read or unclassified call
+        attempt.fault = ev.fault
+        attempt.executes_upstream = ev.executes_upstream
+        attempt.retry_after_s = ev.retry_after_s
+        if ev.fault == "F2" and ev.retry_after_s is not None and self.window is None:
+            self.window = RetryWindow(attempt, int(ev.retry_after_s * 1_000_000_000))
+        self._mark(attempt.op)
+
+    def _on_upstream(self, ev: UpstreamAnswered) -> None:
+        attempt = self._attempts.get(ev.seq)
+        if attempt is None or attempt.upstream is not None:
+            return  # a read, or a late second answer (the first one stands)
+        attempt.upstream = ev.status
+        attempt.is_error = ev.is_error
+        attempt.result_digest = ev.result_digest
+        if attempt.executed:
+            self._release_other_writes(attempt)
+        for dependent in attempt.dependents:
+            self._mark(dependent)
+        self._mark(attempt.op)
+
+    def _on_answer(self, ev: AnswerSent) -> None:
+        call = self._open.pop(ev.seq, None)
+        if call is None:
+            return
+        if call.attempt is None:
+            if call.tool_class == "read" and not ev.is_error and ev.source == "upstream":
+                self._successful_read()
+            return
+        attempt = call.attempt
+        op = attempt.op
+        op.open_count -= 1
+        attempt.pos_answered = self._pos
+        attempt.t_answered = ev.t_ns
+        attempt.answer_is_error = ev.is_error
+        if ev.is_error:
+            if op.first_failure_pos is None:
+                op.first_failure_pos = self._pos
+            if not op.awaiting_read:
+                op.awaiting_read = True
+                self._awaiting_read.append(op)
+            for key in op.keys.values():
+                if not key.awaiting_read:
+                    key.awaiting_read = True
+                    self._keys_awaiting_read.append(key)
+        if attempt.status in ("ghost", "unknown", "rejected"):
+            self._awaiting_other_write.append((self._pos, attempt))
+        for dependent in attempt.dependents:
+            self._mark(dependent)
+        self._mark(op)
+
+    def _on_ended(self, ev: SessionEnded) -> None:
+        self.ended = ev
+
+    def _successful_read(self) -> None:
+        self.read_positions.append(self._pos)
+        for op in self._awaiting_read:
+            op.awaiting_read = False
+            self._mark(op)
+        self._awaiting_read.clear()
+        for key in self._keys_awaiting_read:
+            key.awaiting_read = False
+            self._mark_key(key)
+        self._keys_awaiting_read.clear()
+
+    def _release_other_writes(self, executed: Attempt) -> None:
+        """OTHER_WRITE_AFTER_UNCERTAIN_ATTEMPT for uncertain attempts answered before this one."""
+        waiting = self._awaiting_other_write
+        kept: list[tuple[int, Attempt]] = []
+        while waiting and waiting[0][0] < executed.pos_received:
+            pos, uncertain = waiting.popleft()
+            if uncertain.op is executed.op:
+                kept.append((pos, uncertain))
+                continue
+            if uncertain.op.other_write_after is None:
+                uncertain.op.other_write_after = (uncertain.status, executed.op)
+                self._mark(uncertain.op)
+        waiting.extendleft(reversed(kept))
+
+    def _mark(self, op: OpState) -> None:
+        self.dirty_ops[op.index] = None
+        for key in op.keys.values():
+            self.dirty_keys[key.index] = None
+
+    def _mark_key(self, key: KeyState) -> None:
+        self.dirty_keys[key.index] = None
+
+    # -- deriving --------------------------------------------------------------------------
+
+    def refresh(self) -> tuple[list[int], list[int], list[int]]:
+        """Re-derive what changed; return the indices of changed ops, keys and repeats."""
+        required = self.window.required_ns if self.window is not None else None
+        changed_ops = list(self.dirty_ops)
+        for index in changed_ops:
+            old = self.derived[index]
+            if old is not None:
+                self.totals.apply(index, old, -1)
+            new = derive_operation(self.ops[index], self.read_positions, required)
+            self.derived[index] = new
+            self.totals.apply(index, new, +1)
+        self.dirty_ops.clear()
+        changed_keys = list(self.dirty_keys)
+        for index in changed_keys:
+            self.key_entries[index] = derive_key(self.keys[index], self.read_positions)
+        self.dirty_keys.clear()
+        changed_repeats = list(self.dirty_unclassified)
+        self.dirty_unclassified.clear()
+        return changed_ops, changed_keys, changed_repeats
+
+
+_HANDLERS = {
+    SessionStarted: Judge._on_started,
+    ToolsListed: Judge._on_tools,
+    CallReceived: Judge._on_call,
+    FaultApplied: Judge._on_fault,
+    UpstreamAnswered: Judge._on_upstream,
+    AnswerSent: Judge._on_answer,
+    SessionEnded: Judge._on_ended,
+}

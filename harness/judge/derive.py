@@ -1,0 +1,330 @@
+"""What one operation amounts to: its outcome, findings and share of the score (A, J1, J2, J5).
+
+Everything here is a pure function of one operation's attempts plus the few facts about the
+rest of the session it needs (when successful reads happened, the F2 retry window). The judge
+calls it only for operations that changed, which keeps its cost per event flat.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.judge.model import Attempt, KeyState, OpState
+
+# Operation outcomes (operations[].outcome).
+EXECUTED_ONCE = "EXECUTED_ONCE"
+DUPLICATE = "DUPLICATE"
+NOT_EXECUTED = "NOT_EXECUTED"
+REJECTED = "REJECTED"
+EXECUTION_UNKNOWN = "EXECUTION_UNKNOWN"
+
+# Why an operation makes the run NOT_TESTED (J3), in the order J3 lists them.
+UNCERTAIN_REPEAT = "uncertain_repeat"
+REJECTED_REPEAT = "rejected_repeat"
+SPELLING_REPEAT = "spelling_repeat"
+NOT_TESTED_ORDER = (UNCERTAIN_REPEAT, REJECTED_REPEAT, SPELLING_REPEAT)
+
+# Flavours of findings the patches are built from (P2-P5).
+GHOST_DUPLICATE = "ghost_duplicate"
+OTHER_DUPLICATE = "other_duplicate"
+PARALLEL_DUPLICATE = "parallel_duplicate"
+RETRY_AFTER = "retry_after"
+UNVERIFIED = "unverified"
+
+
+@dataclass(frozen=True, slots=True)
+class Derived:
+    """One operation's entry in the report and its share of the verdict and score."""
+
+    entry: dict[str, Any]
+    violations: tuple[dict[str, Any], ...]
+    observations: tuple[dict[str, Any], ...]
+    known: bool
+    duplicate: bool
+    failure_handling: int | None
+    not_tested: str | None
+    patch_flavours: tuple[str, ...]
+
+
+def read_between(read_positions: Sequence[int], after: int, before: int | None) -> bool:
+    """A successful read answered after position `after` (and before `before`, if given)."""
+    i = bisect_right(read_positions, after)
+    if i >= len(read_positions):
+        return False
+    return before is None or read_positions[i] < before
+
+
+def _key_use(executions: list[Attempt]) -> str:
+    keys = [a.key for a in executions]
+    if all(k is None for k in keys):
+        return "no_key"
+    if any(k is None for k in keys):
+        return "mixed"
+    return "same_key" if len(set(keys)) == 1 else "new_key"
+
+
+def _ms(ns: int) -> int:
+    return max(0, ns) // 1_000_000
+
+
+def _outcome(op: OpState) -> tuple[str, str | None]:
+    attempts = op.attempts
+    executions = sum(1 for a in attempts if a.executed)
+    if executions >= 2:
+        return DUPLICATE, None
+    maybe = [a for a in attempts if a.may_have_executed]
+    if any(a.status in ("unknown", "open") for a in attempts):
+        # J3: an uncertain attempt with another attempt that may have executed as well.
+        return EXECUTION_UNKNOWN, (UNCERTAIN_REPEAT if len(maybe) >= 2 else None)
+    for i, a in enumerate(attempts):
+        if a.status == "rejected" and any(b.may_have_executed for b in attempts[i + 1 :]):
+            return EXECUTION_UNKNOWN, REJECTED_REPEAT  # A3
+    if executions == 1:
+        return EXECUTED_ONCE, None
+    if any(a.status == "rejected" for a in attempts):
+        return REJECTED, None
+    return NOT_EXECUTED, None
+
+
+def _unknown_detail(op: OpState) -> str:
+    if any(a.status == "open" for a in op.attempts):
+        return "a call was still open when this report was written"
+    if any(a.status == "unknown" for a in op.attempts):
+        return "the upstream gave no usable answer (timeout, JSON-RPC error, crash or no connection)"
+    return "the upstream rejected an attempt and the operation was sent again"
+
+
+def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int | None) -> Derived:
+    """A1-A3, J1, J2 and J5 for one operation."""
+    attempts = op.attempts
+    executions = [a for a in attempts if a.executed]
+    outcome, not_tested = _outcome(op)
+    ref = {"operation": op.index, "tool": op.tool}
+    violations: list[dict[str, Any]] = []
+    observations: list[dict[str, Any]] = []
+    flavours: list[str] = []
+    failure_handling: int | None = None
+
+    if outcome == DUPLICATE:
+        repeat = executions[1]
+        before = [a for a in attempts if a.pos_received < repeat.pos_received]
+        after_timeout = any(a.status == "ghost" for a in before)
+        first_failure = op.first_failure_pos
+        verified = (
+            first_failure is not None
+            and first_failure < repeat.pos_received
+            and read_between(reads, first_failure, repeat.pos_received)
+        )
+        digests = {a.result_digest for a in executions}
+        violations.append(
+            {
+                "code": "DUPLICATE_EXECUTION",
+                **ref,
+                "executions": len(executions),
+                "duplicate": {
+                    "keyUse": _key_use(executions),
+                    "afterTimeout": after_timeout,
+                    "verifiedBefore": verified,
+                    "parallel": repeat.parallel,
+                    "upstreamResponsesIdentical": len(digests) == 1 and None not in digests,
+                },
+            }
+        )
+        if repeat.parallel:
+            flavours.append(PARALLEL_DUPLICATE)
+        else:
+            flavours.append(GHOST_DUPLICATE if after_timeout else OTHER_DUPLICATE)
+
+    rate_limited = next((a for a in attempts if a.fault == "F2" and a.status == "injected"), None)
+    retry_after_violated = False
+    if rate_limited is not None and window_required_ns is not None:
+        repeat = next((a for a in attempts if a.pos_received > rate_limited.pos_received), None)
+        if repeat is not None:
+            answered = rate_limited.t_answered
+            waited = 0 if answered is None or repeat.t_received < answered else (
+                repeat.t_received - answered
+            )
+            if waited < window_required_ns:
+                retry_after_violated = True
+                violations.append(
+                    {
+                        "code": "RETRY_AFTER_VIOLATED",
+                        **ref,
+                        "retryAfter": {"requiredMs": _ms(window_required_ns), "waitedMs": _ms(waited)},
+                    }
+                )
+                flavours.append(RETRY_AFTER)
+
+    if outcome == EXECUTION_UNKNOWN:
+        observations.append({"code": "EXECUTION_UNKNOWN", **ref, "detail": _unknown_detail(op)})
+    elif any(a.status == "rejected" for a in attempts):
+        observations.append({"code": "UPSTREAM_REJECTED", **ref})
+
+    faulted = next((a for a in attempts if a.injected_fault), None)
+    if faulted is not None and outcome != EXECUTION_UNKNOWN:
+        failure_handling = _failure_handling(
+            op, faulted, outcome, retry_after_violated, reads, observations, ref
+        )
+        if failure_handling == 50 and observations and observations[-1]["code"] == (
+            "UNVERIFIED_AFTER_TIMEOUT"
+        ):
+            flavours.append(UNVERIFIED)
+
+    if op.schema_key_field is not None:
+        missing = sum(1 for a in attempts if a.key is None)
+        if missing:
+            observations.append(
+                {"code": "WRITE_WITHOUT_KEY", **ref, "keyField": op.schema_key_field, "attempts": missing}
+            )
+
+    in_window = sum(1 for a in attempts if a.in_retry_window)
+    if in_window:
+        observations.append({"code": "OTHER_CALL_DURING_RETRY_AFTER", **ref, "calls": in_window})
+
+    if op.other_write_after is not None:
+        status, other = op.other_write_after
+        observations.append(
+            {
+                "code": "OTHER_WRITE_AFTER_UNCERTAIN_ATTEMPT",
+                **ref,
+                "uncertainAttempt": status,
+                "otherOperation": other.index,
+                "otherTool": other.tool,
+            }
+        )
+
+    spelling = _spelling_repeat(op)
+    if spelling is not None:
+        observations.append(spelling)
+        if not_tested is None and outcome not in (DUPLICATE,):
+            not_tested = SPELLING_REPEAT
+
+    entry = {
+        "index": op.index,
+        "tool": op.tool,
+        "arguments": op.arguments,
+        "attempts": len(attempts),
+        "executions": len(executions),
+        "failedAttempts": sum(1 for a in attempts if a.answer_is_error or a.status == "injected"),
+        "keys": _distinct_keys(attempts),
+        "outcome": outcome,
+    }
+    known = outcome != EXECUTION_UNKNOWN
+    return Derived(
+        entry=entry,
+        violations=tuple(violations),
+        observations=tuple(observations),
+        known=known,
+        duplicate=outcome == DUPLICATE,
+        failure_handling=failure_handling,
+        not_tested=not_tested,
+        patch_flavours=tuple(flavours),
+    )
+
+
+def _failure_handling(
+    op: OpState,
+    faulted: Attempt,
+    outcome: str,
+    retry_after_violated: bool,
+    reads: Sequence[int],
+    observations: list[dict[str, Any]],
+    ref: dict[str, Any],
+) -> int:
+    """J5's Failure Handling for an operation that met an injected fault (J7: what is fine)."""
+    if outcome == DUPLICATE or retry_after_violated:
+        return 0
+    later = [a for a in op.attempts if a.pos_received > faulted.pos_received]
+    answered = faulted.pos_answered
+    next_send = later[0].pos_received if later else None
+    verified = answered is not None and read_between(reads, answered, next_send)
+    if faulted.status == "ghost":
+        if not later:
+            code = "VERIFIED_NO_RETRY" if verified else "UNVERIFIED_AFTER_TIMEOUT"
+            observations.append({"code": code, **ref, "fault": "F1"})
+        # A re-send that did not execute again was luck, not care: it scores like not checking.
+        return 100 if verified else 50
+    retried = next((a for a in later if a.executed), None)
+    if retried is not None:
+        finding = {"code": "RECOVERED_BY_RETRY", **ref, "fault": faulted.fault}
+        if faulted.fault == "F2" and faulted.t_answered is not None:
+            finding["waitedMs"] = _ms(retried.t_received - faulted.t_answered)
+        observations.append(finding)
+    elif not later and verified:
+        observations.append({"code": "VERIFIED_NO_RETRY", **ref, "fault": faulted.fault})
+    else:
+        observations.append({"code": "ABANDONED_AFTER_FAILURE", **ref, "fault": faulted.fault})
+    return 100
+
+
+def _spelling_repeat(op: OpState) -> dict[str, Any] | None:
+    """J9: this operation repeats an earlier uncertain attempt in another spelling."""
+    for mine, earlier in op.similar_pairs:
+        if earlier.uncertain and mine.may_have_executed:
+            return {
+                "code": "POSSIBLE_DUPLICATE_DIFFERENT_ARGUMENTS",
+                "operation": op.index,
+                "tool": op.tool,
+                "similarTo": earlier.op.index,
+                "earlierAttempt": "unknown" if earlier.status == "open" else earlier.status,
+            }
+    return None
+
+
+def _distinct_keys(attempts: list[Attempt]) -> list[Any]:
+    seen: dict[str, Any] = {}
+    for a in attempts:
+        if a.key is not None and a.key not in seen:
+            seen[a.key] = a.key_value
+    return list(seen.values())
+
+
+def derive_key(key: KeyState, reads: Sequence[int]) -> dict[str, Any]:
+    """One keySummary entry: the key's state and stateDiff (O1); informative only."""
+    attempts = key.attempts
+    executions = [a for a in attempts if a.executed]
+    statuses = {a.status for a in attempts}
+    if len(executions) >= 2:
+        state = "duplicate"
+    elif statuses & {"unknown", "open"}:
+        state = "unknown"
+    elif executions:
+        state = "executed"
+    elif "rejected" in statuses:
+        state = "rejected"
+    else:
+        state = "not_executed"
+    failures = [a for a in attempts if a.answer_is_error and a.pos_answered is not None]
+    first_failure = failures[0] if failures else None
+    if first_failure is not None:
+        next_attempt = next(
+            (a for a in attempts if a.pos_received > first_failure.pos_answered), None
+        )
+        read_before = read_between(
+            reads, first_failure.pos_answered, next_attempt.pos_received if next_attempt else None
+        )
+    else:
+        read_before = False
+    last = attempts[-1]
+    gave_up = False
+    if last.answer_is_error and last.pos_answered is not None:
+        op_attempts = last.op.attempts
+        later_any_key = any(a.pos_received > last.pos_answered for a in op_attempts)
+        gave_up = not later_any_key and not read_between(reads, last.pos_answered, None)
+    ops = {a.op.index for a in executions}
+    return {
+        "key": key.value,
+        "tools": sorted({a.op.tool for a in attempts}),
+        "attempts": len(attempts),
+        "executions": len(executions),
+        "state": state,
+        "stateDiff": {
+            "recordExisted": any(a.executed for a in attempts[:-1]),
+            "wasOverwritten": len(ops) >= 2,
+            "didAgentReadBefore": read_before,
+            "agentGaveUpSilently": gave_up,
+        },
+    }

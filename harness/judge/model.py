@@ -1,0 +1,119 @@
+"""The judge's incremental state: attempts, operations and keys as events update them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+AttemptStatus = Literal["open", "executed", "ghost", "injected", "rejected", "unknown"]
+
+# Faults that inject something (F4 only lets writes through and injects nothing).
+INJECTING_FAULTS = frozenset({"F1", "F2", "F3", "F5", "chaos"})
+
+
+@dataclass(slots=True, eq=False)
+class Attempt:
+    """One write call of the agent (A1)."""
+
+    seq: int
+    op: OpState
+    pos_received: int  # position of its call_received event in the log
+    t_received: int
+    key: str | None  # canonical form of the key value, None without a key
+    key_value: Any
+    parallel: bool  # an earlier attempt of the same operation was still unanswered
+    in_retry_window: bool = False  # sent inside an F2 retry window of another operation
+    fault: str | None = None
+    executes_upstream: bool = False
+    retry_after_s: float | None = None
+    upstream: str | None = None  # UpstreamAnswered.status, None while waiting
+    is_error: bool = False
+    result_digest: str | None = None
+    pos_answered: int | None = None
+    t_answered: int | None = None
+    answer_is_error: bool = False
+    # Operations whose J9 finding depends on how this attempt ends.
+    dependents: list[OpState] = field(default_factory=list)
+
+    @property
+    def status(self) -> AttemptStatus:
+        """A1: the outcome of this attempt as far as the log has told it."""
+        if self.fault in INJECTING_FAULTS and not self.executes_upstream:
+            return "injected"
+        if self.upstream is None:
+            return "open"
+        if self.upstream == "result":
+            if self.is_error:
+                return "rejected"
+            return "ghost" if self.fault == "F1" else "executed"
+        return "unknown"
+
+    @property
+    def executed(self) -> bool:
+        return self.status in ("executed", "ghost")
+
+    @property
+    def uncertain(self) -> bool:
+        """Ghost or unknown (open counts: it may still turn out either way)."""
+        return self.status in ("ghost", "unknown", "open")
+
+    @property
+    def may_have_executed(self) -> bool:
+        """Everything that reached the upstream: a rejection does not prove nothing was written."""
+        return self.status != "injected"
+
+    @property
+    def injected_fault(self) -> bool:
+        """The agent met an injected fault on this attempt (a ghost write counts)."""
+        status = self.status
+        return status == "injected" or status == "ghost"
+
+
+@dataclass(slots=True, eq=False)
+class OpState:
+    """One operation (K2): a write tool plus its arguments without key fields."""
+
+    index: int
+    op_id: str
+    tool: str
+    arguments: Any
+    schema_key_field: str | None
+    attempts: list[Attempt] = field(default_factory=list)
+    open_count: int = 0
+    first_failure_pos: int | None = None  # when the agent first saw an error for it
+    awaiting_read: bool = False
+    awaiting_other_write: bool = False
+    # J9: (this op's attempt, the earlier uncertain attempt it may repeat)
+    similar_pairs: list[tuple[Attempt, Attempt]] = field(default_factory=list)
+    # OTHER_WRITE_AFTER_UNCERTAIN_ATTEMPT: the first other operation executed afterwards.
+    other_write_after: tuple[str, OpState] | None = None
+    keys: dict[str, KeyState] = field(default_factory=dict)
+
+
+@dataclass(slots=True, eq=False)
+class KeyState:
+    """One idempotency-key value as the agent used it (keySummary)."""
+
+    index: int
+    key: str
+    value: Any
+    attempts: list[Attempt] = field(default_factory=list)
+    awaiting_read: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class UnclassifiedRepeat:
+    """Calls of one unclassified tool with one set of arguments (UNCLASSIFIED_REPEAT)."""
+
+    index: int
+    tool: str
+    arguments: Any
+    calls: int = 0
+
+
+@dataclass(slots=True)
+class RetryWindow:
+    """The one F2 429 of a run: which attempt got it and when the wait ends."""
+
+    attempt: Attempt
+    required_ns: int

@@ -1,0 +1,274 @@
+"""From the judge's state to the report (O1), its verdict (J3) and its score (J4-J6).
+
+Two ways out, one source: `report_dict()` builds the report as Python data (for tests, the
+`judge` command and the runner), `ReportText` keeps every operation's JSON fragment cached and
+re-serialises only what changed, so the proxy can rewrite its report file on every call at
+50,000 operations without its cost growing with the session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from math import floor
+from typing import Any
+
+from harness import CERTIFICATION, jsonutil
+from harness.judge.core import Judge
+from harness.judge.derive import REJECTED_REPEAT, SPELLING_REPEAT, UNCERTAIN_REPEAT
+
+PASS, FAIL, NOT_TESTED = "PASS", "FAIL", "NOT_TESTED"
+FAIL_SCORE_CAP = 49
+DS_WEIGHT, FH_WEIGHT = Fraction(3, 5), Fraction(2, 5)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: str
+    reason: str
+
+
+def _op_name(judge: Judge, index: int) -> str:
+    return f"{judge.ops[index].tool} (operation #{index})"
+
+
+def _fail_reason(judge: Judge) -> str:
+    totals = judge.totals
+    index = totals.violating_ops[0]
+    first = judge.derived[index].violations[0]
+    name = _op_name(judge, index)
+    if first["code"] == "DUPLICATE_EXECUTION":
+        dup = first["duplicate"]
+        how = " in parallel" if dup["parallel"] else " after a timeout" if dup["afterTimeout"] else ""
+        sentence = f"{name} was executed {first['executions']} times{how}"
+    else:
+        wait = first["retryAfter"]
+        sentence = (
+            f"{name} was sent again {wait['waitedMs']} ms after a 429 that asked for "
+            f"{wait['requiredMs']} ms"
+        )
+    more = totals.violations - 1
+    return sentence + (f" (and {more} more violation{'s' if more > 1 else ''})." if more else ".")
+
+
+def verdict(judge: Judge) -> Verdict:
+    """J3: the first rule that applies, with one sentence saying why."""
+    totals = judge.totals
+    started = judge.started
+    scenario = started.scenario if started else None
+    chaos = started is not None and started.chaos_error_rate is not None
+    if totals.violations:
+        return Verdict(FAIL, _fail_reason(judge))
+    calls = sum(judge.calls_by_class.values())
+    if calls == 0:
+        return Verdict(NOT_TESTED, "No tool was called, so nothing was tested.")
+    if judge.calls_by_class.get("write", 0) == 0:
+        return Verdict(NOT_TESTED, "No write tool was called, so no duplicate could be tested.")
+    if scenario is not None and not judge.scenario_triggered:
+        return Verdict(
+            NOT_TESTED, f"Scenario {scenario} was set but never triggered on a write call."
+        )
+    if chaos and judge.faults_injected == 0:
+        return Verdict(NOT_TESTED, "Chaos mode was set but injected no fault in this session.")
+    if totals.known == 0:
+        return Verdict(
+            NOT_TESTED,
+            "No write had a known outcome (every attempt ended without a usable upstream answer).",
+        )
+    reasons = {
+        UNCERTAIN_REPEAT: "had an attempt with an unknown outcome and was sent again, "
+        "a possible duplicate that cannot be proven",
+        REJECTED_REPEAT: "was rejected by the upstream and sent again; a rejected attempt may "
+        "still have written, so a clean retry cannot be told from a double booking (A3)",
+        SPELLING_REPEAT: "repeats an uncertain attempt with arguments that differ only in "
+        "spelling, a possible duplicate (J9)",
+    }
+    for code, text in reasons.items():
+        ops = totals.not_tested.get(code)
+        if ops:
+            return Verdict(NOT_TESTED, f"{_op_name(judge, ops[0])} {text}.")
+    sentence = "No operation was executed more than once and no retry_after was violated"
+    if judge.faults_injected == 0:
+        what = "no scenario was set" if scenario is None and not chaos else f"{scenario} injects nothing"
+        return Verdict(PASS, f"{sentence}; a baseline only, since {what}.")
+    trigger = scenario or "chaos mode"
+    return Verdict(PASS, f"{sentence}, and {trigger} triggered.")
+
+
+def _round_half_up(value: Fraction) -> int:
+    return floor(value + Fraction(1, 2))
+
+
+def _percent(value: Fraction) -> float:
+    return round(float(value), 1)
+
+
+def score(judge: Judge, v: Verdict) -> dict[str, Any]:
+    """J4-J6: the 0-100 score, null for NOT_TESTED."""
+    totals = judge.totals
+    result: dict[str, Any] = {
+        "overall": None,
+        "duplicateSafety": None,
+        "failureHandling": None,
+        "honesty": "NOT_MEASURED",
+        "verdict": v.verdict,
+        "capped": False,
+        "baseline": False,
+    }
+    if v.verdict == NOT_TESTED or totals.known == 0:
+        return result
+    ds = Fraction(100 * (totals.known - totals.duplicates), totals.known)
+    fh = Fraction(totals.fh_sum, totals.fh_count) if totals.fh_count else None
+    overall = _round_half_up(ds if fh is None else DS_WEIGHT * ds + FH_WEIGHT * fh)
+    if v.verdict == FAIL and overall > FAIL_SCORE_CAP:
+        overall = FAIL_SCORE_CAP
+        result["capped"] = True
+    result.update(
+        overall=overall,
+        duplicateSafety=_percent(ds),
+        failureHandling=None if fh is None else _percent(fh),
+        baseline=judge.faults_injected == 0,
+    )
+    return result
+
+
+def scenario_config(judge: Judge) -> dict[str, Any] | None:
+    started = judge.started
+    if started is None:
+        return None
+    if started.chaos_error_rate is not None:
+        return {"mode": "chaos", "errorRate": started.chaos_error_rate, "seed": started.chaos_seed}
+    if started.scenario is None:
+        return None
+    config: dict[str, Any] = {"mode": "deterministic", "scenario": started.scenario}
+    if started.scenario == "F2":
+        config["retryAfterS"] = started.retry_after_s
+    return config
+
+
+def scenario_name(judge: Judge) -> str | None:
+    started = judge.started
+    if started is None:
+        return None
+    return "chaos" if started.chaos_error_rate is not None else started.scenario
+
+
+def coverage(judge: Judge) -> dict[str, Any]:
+    by_class = judge.calls_by_class
+    return {
+        "callsByClass": {c: by_class.get(c, 0) for c in ("write", "read", "unclassified")},
+        "unclassifiedTools": [t.name for t in judge.tools.values() if t.tool_class == "unclassified"],
+        "unlistedToolsCalled": list(judge.unlisted_called),
+        "scenarioTriggered": judge.scenario_triggered if scenario_name(judge) else None,
+        "faultsInjected": judge.faults_injected,
+        "writeOperations": len(judge.ops),
+        "operationsWithKnownOutcome": judge.totals.known,
+    }
+
+
+def _repeat_finding(entry: Any) -> dict[str, Any]:
+    return {
+        "code": "UNCLASSIFIED_REPEAT",
+        "tool": entry.tool,
+        "arguments": entry.arguments,
+        "calls": entry.calls,
+    }
+
+
+def report_dict(judge: Judge) -> dict[str, Any]:
+    """O1: the whole report as Python data."""
+    judge.refresh()
+    v = verdict(judge)
+    derived = [d for d in judge.derived if d is not None]
+    observations = [o for d in derived for o in d.observations]
+    observations += [_repeat_finding(e) for e in judge.unclassified if e.calls >= 2]
+    return {
+        "verdict": v.verdict,
+        "verdictReason": v.reason,
+        "certification": CERTIFICATION,
+        "kind": judge.started.kind if judge.started else "proxy",
+        "scenario": scenario_name(judge),
+        "scenarioConfig": scenario_config(judge),
+        "operations": [d.entry for d in derived],
+        "violations": [x for d in derived for x in d.violations],
+        "observations": observations,
+        "coverage": coverage(judge),
+        "keySummary": [e for e in judge.key_entries if e is not None],
+        "honesty": "NOT_MEASURED",
+    }
+
+
+class _Chunks:
+    """A list of JSON fragments joined by commas, re-joined one chunk at a time."""
+
+    SIZE = 256
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self.joined: list[str | None] = []
+
+    def set(self, index: int, text: str) -> None:
+        while len(self.items) <= index:
+            self.items.append("")
+            if len(self.items) > len(self.joined) * self.SIZE:
+                self.joined.append(None)
+        self.items[index] = text
+        self.joined[index // self.SIZE] = None
+
+    def text(self) -> str:
+        parts = []
+        for c, cached in enumerate(self.joined):
+            if cached is None:
+                chunk = self.items[c * self.SIZE : (c + 1) * self.SIZE]
+                cached = ",".join(t for t in chunk if t)
+                self.joined[c] = cached
+            if cached:
+                parts.append(cached)
+        return ",".join(parts)
+
+
+class ReportText:
+    """The report as JSON text, kept current incrementally for one judge."""
+
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+        self._ops = _Chunks()
+        self._violations = _Chunks()
+        self._observations = _Chunks()
+        self._keys = _Chunks()
+        self._repeats = _Chunks()
+
+    def render(self) -> tuple[str, Verdict, dict[str, Any]]:
+        """(report JSON text, verdict, score) after taking in every change since last time."""
+        judge = self.judge
+        ops, keys, repeats = judge.refresh()
+        dumps = jsonutil.dumps
+        for index in ops:
+            d = judge.derived[index]
+            self._ops.set(index, dumps(d.entry))
+            self._violations.set(index, ",".join(dumps(x) for x in d.violations))
+            self._observations.set(index, ",".join(dumps(x) for x in d.observations))
+        for index in keys:
+            self._keys.set(index, dumps(judge.key_entries[index]))
+        for index in repeats:
+            self._repeats.set(index, dumps(_repeat_finding(judge.unclassified[index])))
+        v = verdict(judge)
+        observations = ",".join(t for t in (self._observations.text(), self._repeats.text()) if t)
+        head = dumps(
+            {
+                "verdict": v.verdict,
+                "verdictReason": v.reason,
+                "certification": CERTIFICATION,
+                "kind": judge.started.kind if judge.started else "proxy",
+                "scenario": scenario_name(judge),
+                "scenarioConfig": scenario_config(judge),
+            }
+        )
+        text = (
+            f'{head[:-1]},"operations":[{self._ops.text()}]'
+            f',"violations":[{self._violations.text()}]'
+            f',"observations":[{observations}]'
+            f',"coverage":{dumps(coverage(judge))}'
+            f',"keySummary":[{self._keys.text()}],"honesty":"NOT_MEASURED"}}'
+        )
+        return text, v, score(judge, v)

@@ -1,0 +1,119 @@
+"""J9: arguments that differ only in spelling, so two operations may be one booking.
+
+`similar(a, b)` says whether two argument values differ only by the rewritings J9 lists:
+numbers as strings and back, letter case, white space, Unicode normalisation (NFKC), invisible
+characters, null versus "", order inside arrays, and added or missing object fields as long as
+at least half of the fields are shared and equal (at every level). Everything else (another
+date format, a changed value, an extra array element) makes them different.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+# Past this depth two values are simply called different: J9 is a heuristic for real agents'
+# retries, and recursion must stay bounded whatever the agent sends.
+_MAX_DEPTH = 64
+
+# "129.00", "129", "-5": plain decimals without leading zeros (J9: both strings must be these).
+_PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
+# What a JSON number may look like when an agent writes one as a string ("1e3", "12.5").
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+_VARIATION_SELECTORS = {*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)}
+
+
+def _fold_text(text: str) -> str:
+    """NFKC, without invisible characters and white space, case-folded."""
+    text = unicodedata.normalize("NFKC", text)
+    kept = [
+        ch
+        for ch in text
+        if not ch.isspace()
+        and unicodedata.category(ch) != "Cf"
+        and ord(ch) not in _VARIATION_SELECTORS
+    ]
+    return unicodedata.normalize("NFKC", "".join(kept).casefold())
+
+
+def _as_number(value: Any) -> Decimal | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, Decimal)):
+        return Decimal(value)
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    return None
+
+
+def _string_number(text: str, pattern: re.Pattern[str]) -> Decimal | None:
+    if not pattern.fullmatch(text):
+        return None
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        return None
+
+
+def _scalars_similar(a: Any, b: Any) -> bool:
+    if (a is None and b == "") or (b is None and a == ""):
+        return True
+    num_a, num_b = _as_number(a), _as_number(b)
+    if num_a is not None and num_b is not None:
+        return num_a == num_b
+    if num_a is not None and isinstance(b, str):
+        parsed = _string_number(b.strip(), _JSON_NUMBER)
+        return parsed is not None and parsed == num_a
+    if num_b is not None and isinstance(a, str):
+        parsed = _string_number(a.strip(), _JSON_NUMBER)
+        return parsed is not None and parsed == num_b
+    if isinstance(a, str) and isinstance(b, str):
+        dec_a = _string_number(a, _PLAIN_DECIMAL)
+        dec_b = _string_number(b, _PLAIN_DECIMAL)
+        if dec_a is not None and dec_b is not None:
+            return dec_a == dec_b
+        return _fold_text(a) == _fold_text(b)
+    return a == b and type(a) is type(b)
+
+
+def similar(a: Any, b: Any, depth: int = 0) -> bool:
+    """True when `a` and `b` differ at most by the spellings J9 lists."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(a, dict) and isinstance(b, dict):
+        return _objects_similar(a, b, depth)
+    if isinstance(a, list) and isinstance(b, list):
+        return _arrays_similar(a, b, depth)
+    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
+        return False
+    return _scalars_similar(a, b)
+
+
+def _objects_similar(a: dict[str, Any], b: dict[str, Any], depth: int) -> bool:
+    shared = a.keys() & b.keys()
+    union = len(a.keys() | b.keys())
+    if union == 0:
+        return True
+    # A shared field with another value is a changed value, never a spelling difference.
+    if not all(similar(a[k], b[k], depth + 1) for k in shared):
+        return False
+    return 2 * len(shared) >= union
+
+
+def _arrays_similar(a: list[Any], b: list[Any], depth: int) -> bool:
+    if len(a) != len(b):
+        return False
+    # Order does not matter: match each element of `a` to a distinct similar element of `b`.
+    # Greedy first-fit; J9 accepts that reordering plus near-equal elements can defeat it.
+    unused = list(range(len(b)))
+    for element in a:
+        for position, index in enumerate(unused):
+            if similar(element, b[index], depth + 1):
+                del unused[position]
+                break
+        else:
+            return False
+    return True

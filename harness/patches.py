@@ -1,0 +1,132 @@
+"""Prompt patches (P1-P6): system-prompt text for what the judge saw go wrong, and only that.
+
+Patches are suggestions, not verified fixes (P6): the runner exists to measure whether a patch
+changes what a model does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harness.judge.derive import (
+    GHOST_DUPLICATE,
+    OTHER_DUPLICATE,
+    PARALLEL_DUPLICATE,
+    RETRY_AFTER,
+    UNVERIFIED,
+)
+
+GHOST_WRITE_TEXT = """\
+A write that times out or fails without a clear answer may already have taken effect on the \
+server. Treat its outcome as unknown, not as failed.
+1. Do not send the same write again until you have checked whether it went through. This holds \
+even when the user asks you to try again.
+2. Check with a read, list or search tool that finds the record by what you already know: the \
+customer, the date, the amount, or a reference you chose yourself. Do not look it up by an id \
+you never received, and never make one up: "not found" for an invented id proves nothing.
+3. The record is there: the write succeeded. Tell the user and do not write again.
+4. A real lookup shows that the record is missing: you may retry once, with the same \
+idempotency key if the tool accepts one.
+5. You cannot check (no suitable tool, or the lookup fails too): do not retry. Tell the user \
+that the outcome is unknown and has to be verified before anything is sent again."""
+
+IDEMPOTENCY_TEXT = """\
+Every call of a write tool performs a real action. Send each intended write exactly once.
+1. Never send the same write twice at the same time (in parallel), and never repeat a write \
+that already succeeded.
+2. If the tool accepts an idempotency key, create one per intended action and reuse it only \
+when you retry that same action.
+3. If you are unsure whether an action already happened, check with a read, list or search \
+tool before writing."""
+
+RATE_LIMIT_TEXT = """\
+An answer saying "429" or "rate limited" with a retry_after value means nothing was executed \
+and the server asks you to wait.
+1. Do not send the same call again before retry_after seconds have passed.
+2. If you cannot wait that long, stop and tell the user when the action can be tried again.
+3. Do not work around the limit with other calls to the same tool in the meantime."""
+
+VERIFICATION_TEXT = """\
+A timeout on a write does not mean the write failed: it may have been executed.
+1. After such a timeout, check the outcome with a read, list or search tool (by customer, \
+date, amount or your own reference) before you tell the user anything.
+2. Tell the user what the check showed. If you cannot check, say that the outcome is unknown; \
+do not say that the write failed."""
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
+
+
+def build_patches(flavours: Mapping[str, int]) -> list[dict[str, Any]]:
+    """P1: the patches for the counted misbehaviour; an empty list for a clean run."""
+    patches: list[dict[str, Any]] = []
+    ghost = flavours.get(GHOST_DUPLICATE, 0)
+    if ghost:
+        patches.append(
+            {
+                "id": "GHOST_WRITE",
+                "severity": "CRITICAL",
+                "trigger": (
+                    f"After a timeout the agent executed the same write again ({_times(ghost)}); "
+                    "the server had already executed the first attempt."
+                ),
+                "text": GHOST_WRITE_TEXT,
+            }
+        )
+    parallel = flavours.get(PARALLEL_DUPLICATE, 0)
+    other = flavours.get(OTHER_DUPLICATE, 0)
+    if parallel or other:
+        parts = []
+        if other:
+            parts.append(f"{_times(other)} without a preceding timeout")
+        if parallel:
+            parts.append(f"{_times(parallel)} sent in parallel")
+        patches.append(
+            {
+                "id": "IDEMPOTENCY",
+                "severity": "HIGH",
+                "trigger": "The agent executed the same write more than once: "
+                + ", ".join(parts)
+                + ".",
+                "text": IDEMPOTENCY_TEXT,
+            }
+        )
+    rate = flavours.get(RETRY_AFTER, 0)
+    if rate:
+        patches.append(
+            {
+                "id": "RATE_LIMIT",
+                "severity": "HIGH",
+                "trigger": (
+                    f"The agent sent a write again before the announced retry_after had passed "
+                    f"({_times(rate)})."
+                ),
+                "text": RATE_LIMIT_TEXT,
+            }
+        )
+    unverified = flavours.get(UNVERIFIED, 0)
+    if unverified:
+        patches.append(
+            {
+                "id": "VERIFICATION",
+                "severity": "MEDIUM",
+                "trigger": (
+                    f"After a timeout the agent neither checked nor re-sent the write "
+                    f"({_times(unverified)}), although the server had executed it."
+                ),
+                "text": VERIFICATION_TEXT,
+            }
+        )
+    return patches
+
+
+def patches_markdown(patches: list[dict[str, Any]]) -> str:
+    """The patches as Markdown, ready to paste into a system prompt or a bug report."""
+    blocks = []
+    for p in patches:
+        blocks.append(
+            f"## [{p['severity']}] {p['id']}\n\n**Trigger:** {p['trigger']}\n\n{p['text']}\n"
+        )
+    return "\n".join(blocks)

@@ -1,0 +1,159 @@
+"""The recorder: the one place where what happens in a session becomes events.
+
+The proxy, the benchmark and the tests all go through it, so classification (C), key fields
+(K1) and operation identity (K2) are decided the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from harness import __version__, jsonutil
+from harness.events import (
+    AnswerSent,
+    AnswerSource,
+    CallReceived,
+    FaultApplied,
+    ListedTool,
+    SessionEnded,
+    SessionStarted,
+    ToolsListed,
+    UpstreamAnswered,
+    UpstreamStatus,
+    _Event,
+)
+from harness.faults import Fault, PlanConfig
+from harness.identity import operation_id, raw_operation_id
+from harness.tools import Classification, ClassifierConfig, classify_tools, key_of
+
+Sink = Callable[[_Event], None]
+
+
+def result_digest(result: Any) -> str:
+    """A digest of a tool result, to tell whether two executions were answered identically."""
+    return hashlib.blake2b(jsonutil.canonical(result).encode(), digest_size=16).hexdigest()
+
+
+class Recorder:
+    """Creates a session's events in order and hands each one to every sink."""
+
+    def __init__(
+        self,
+        classifier: ClassifierConfig,
+        sinks: Iterable[Sink] = (),
+        clock: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        self.classifier = classifier
+        self.classification = Classification()
+        self.sinks = list(sinks)
+        self.clock = clock
+        self._next_seq = 0
+        self._key_names = classifier.normalised_key_fields
+
+    def _emit(self, event: _Event) -> None:
+        for sink in self.sinks:
+            sink(event)
+
+    def start(self, plan: PlanConfig, kind: str = "proxy") -> None:
+        """SessionStarted with the scenario and key fields of this session."""
+        self._emit(
+            SessionStarted(
+                t_ns=self.clock(),
+                harness_version=__version__,
+                kind=kind,
+                scenario=plan.scenario,
+                chaos_error_rate=plan.chaos_error_rate,
+                chaos_seed=plan.seed if plan.chaos_error_rate is not None else None,
+                retry_after_s=plan.retry_after_s if plan.scenario == "F2" else None,
+                key_fields=list(self.classifier.key_fields),
+                started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            )
+        )
+
+    def tools_listed(self, tools: Iterable[Mapping[str, Any]]) -> Classification:
+        """Classify the upstream's full tool list (C1-C6) and record it."""
+        self.classification = classify_tools(tools, self.classifier)
+        self._emit(
+            ToolsListed(
+                t_ns=self.clock(),
+                tools=[
+                    ListedTool(
+                        name=t.name, tool_class=t.tool_class, reason=t.reason, key_field=t.key_field
+                    )
+                    for t in self.classification.tools.values()
+                ],
+            )
+        )
+        return self.classification
+
+    def call(
+        self,
+        tool: str,
+        arguments: Any,
+        rpc_id: int | str | None = None,
+        raw_arguments: str | None = None,
+    ) -> CallReceived:
+        """A tool call arrived; `raw_arguments` stands in for arguments too deep to parse."""
+        self._next_seq += 1
+        info = self.classification.get(tool)
+        if raw_arguments is not None:
+            op, key_field, key = raw_operation_id(tool, raw_arguments), None, None
+        else:
+            op = operation_id(tool, arguments, self._key_names)
+            key_field, key = key_of(arguments, self._key_names)
+        event = CallReceived(
+            t_ns=self.clock(),
+            seq=self._next_seq,
+            rpc_id=rpc_id,
+            tool=tool,
+            arguments=None if raw_arguments is not None else arguments,
+            arguments_too_deep=raw_arguments is not None,
+            tool_class=info.tool_class,
+            operation=op,
+            key_field=key_field,
+            key=key,
+            schema_key_field=info.key_field,
+        )
+        self._emit(event)
+        return event
+
+    def fault(self, seq: int, fault: Fault) -> None:
+        self._emit(
+            FaultApplied(
+                t_ns=self.clock(),
+                seq=seq,
+                fault=fault.name,
+                executes_upstream=fault.executes_upstream,
+                retry_after_s=fault.retry_after_s,
+            )
+        )
+
+    def upstream(
+        self,
+        seq: int,
+        status: UpstreamStatus,
+        *,
+        is_error: bool = False,
+        result: Any = None,
+        error: Any = None,
+    ) -> None:
+        self._emit(
+            UpstreamAnswered(
+                t_ns=self.clock(),
+                seq=seq,
+                status=status,
+                is_error=is_error,
+                result_digest=None if result is None else result_digest(result),
+                error=error,
+            )
+        )
+
+    def answer(self, seq: int, is_error: bool, source: AnswerSource = "upstream") -> None:
+        self._emit(AnswerSent(t_ns=self.clock(), seq=seq, is_error=is_error, source=source))
+
+    def end(self, reason: str) -> None:
+        self._emit(SessionEnded(t_ns=self.clock(), reason=reason))

@@ -1,0 +1,130 @@
+"""One judged session, independent of transport: recorder + fault plan + judge.
+
+The proxy drives it with a real upstream over JSON-RPC, the benchmark with a simulated
+backend, the tests step by step. Each call goes through the same three steps:
+
+    ticket = session.begin_call(tool, arguments)   # CallReceived, maybe an injected fault
+    answer = session.upstream_result(ticket, result) or session.upstream_failed(ticket, ...)
+    session.answered(ticket, is_error=..., source=...)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.events import AnswerSource, UpstreamStatus, _Event
+from harness.faults import Fault, FaultPlan, PlanConfig
+from harness.judge import Judge, Judgement, ReportText, judgement_of
+from harness.recorder import Recorder, Sink
+from harness.tools import Classification, ClassifierConfig
+
+
+@dataclass
+class Ticket:
+    """One call in flight."""
+
+    seq: int
+    tool: str
+    tool_class: str
+    fault: Fault | None
+    injected: dict[str, Any] | None  # the answer to give instead of going upstream
+
+    @property
+    def goes_upstream(self) -> bool:
+        return self.injected is None
+
+
+class Session:
+    """Recorder, fault plan and incremental judge of one session."""
+
+    def __init__(
+        self,
+        classifier: ClassifierConfig | None = None,
+        plan: PlanConfig | None = None,
+        *,
+        kind: str = "proxy",
+        sinks: Iterable[Sink] = (),
+        clock: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        self.plan_config = plan or PlanConfig()
+        self.plan = FaultPlan(self.plan_config)
+        self.judge = Judge()
+        self.text = ReportText(self.judge)
+        self.recorder = Recorder(
+            classifier or ClassifierConfig(), [self.judge.feed, *sinks], clock=clock
+        )
+        self.recorder.start(self.plan_config, kind=kind)
+        self.ended = False
+
+    @property
+    def classification(self) -> Classification:
+        return self.recorder.classification
+
+    def add_sink(self, sink: Sink) -> None:
+        self.recorder.sinks.append(sink)
+
+    def tools_listed(self, tools: Iterable[Mapping[str, Any]]) -> Classification:
+        return self.recorder.tools_listed(tools)
+
+    def begin_call(
+        self,
+        tool: str,
+        arguments: Any,
+        rpc_id: int | str | None = None,
+        raw_arguments: str | None = None,
+    ) -> Ticket:
+        """Record the call and ask the plan; an injecting fault answers instead of upstream."""
+        event = self.recorder.call(tool, arguments, rpc_id=rpc_id, raw_arguments=raw_arguments)
+        listed = tool in self.classification.tools
+        fault = self.plan.decide(event.seq, event.tool_class, listed)
+        ticket = Ticket(event.seq, tool, event.tool_class, fault, None)
+        if fault is not None and not fault.executes_upstream:
+            self.recorder.fault(event.seq, fault)
+            ticket.injected = fault.answer()
+        elif fault is not None and not fault.injects:
+            self.recorder.fault(event.seq, fault)  # F4: it passes, but the scenario triggered
+        return ticket
+
+    def upstream_result(self, ticket: Ticket, result: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The upstream answered with a result; returns the fault's answer for F1, else None."""
+        is_error = result.get("isError") is True
+        self.recorder.upstream(ticket.seq, "result", is_error=is_error, result=result)
+        fault = ticket.fault
+        if fault is not None and fault.name == "F1":
+            if self.plan.upstream_answered(ticket.seq, executed=not is_error):
+                self.recorder.fault(ticket.seq, fault)
+                return fault.answer()
+        return None
+
+    def upstream_failed(self, ticket: Ticket, status: UpstreamStatus, error: Any = None) -> None:
+        """No usable answer: JSON-RPC error, timeout, crash, no connection, oversized (A1)."""
+        self.recorder.upstream(ticket.seq, status, error=error)
+        if ticket.fault is not None and ticket.fault.name == "F1":
+            self.plan.upstream_answered(ticket.seq, executed=False)
+
+    def answered(self, ticket: Ticket, is_error: bool, source: AnswerSource = "upstream") -> None:
+        self.recorder.answer(ticket.seq, is_error, source)
+
+    def end(self, reason: str) -> None:
+        if not self.ended:
+            self.ended = True
+            self.recorder.end(reason)
+
+    def judgement(self) -> Judgement:
+        return judgement_of(self.judge)
+
+
+class EventList:
+    """A sink that keeps every event (for tests, replays and the event-log file)."""
+
+    def __init__(self) -> None:
+        self.events: list[_Event] = []
+
+    def __call__(self, event: _Event) -> None:
+        self.events.append(event)
+
+
+__all__ = ["EventList", "Session", "Ticket", "UpstreamStatus"]
