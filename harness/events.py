@@ -120,7 +120,12 @@ class SessionEnded(_Event):
 
 
 Event = Annotated[
-    SessionStarted | ToolsListed | CallReceived | FaultApplied | UpstreamAnswered | AnswerSent
+    SessionStarted
+    | ToolsListed
+    | CallReceived
+    | FaultApplied
+    | UpstreamAnswered
+    | AnswerSent
     | SessionEnded,
     Field(discriminator="type"),
 ]
@@ -159,7 +164,9 @@ def read_jsonl(path: Path) -> Iterator[Event]:
                 event = from_json(line)
             except (ValueError, ValidationError) as exc:
                 first = str(exc).strip().splitlines()[0]
-                raise EventLogError(f"{path}:{number}: not an agent-harness event: {first}") from exc
+                raise EventLogError(
+                    f"{path}:{number}: not an agent-harness event: {first}"
+                ) from exc
             if isinstance(event, SessionStarted) and event.log_version > LOG_VERSION:
                 raise EventLogError(
                     f"{path}:{number}: event log version {event.log_version} is newer than this "

@@ -98,7 +98,9 @@ class ServerError(Fault):
     executes_upstream: ClassVar[bool] = False
 
     def answer(self) -> dict[str, Any]:
-        return _error_result("HTTP 500 Internal Server Error: the server failed to process the request.")
+        return _error_result(
+            "HTTP 500 Internal Server Error: the server failed to process the request."
+        )
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,9 @@ class ChaosError(Fault):
     executes_upstream: ClassVar[bool] = False
 
     def answer(self) -> dict[str, Any]:
-        return _error_result("HTTP 503 Service Unavailable: the server is temporarily unable to "
-                             "handle the request.")
+        return _error_result(
+            "HTTP 503 Service Unavailable: the server is temporarily unable to handle the request."
+        )
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,9 @@ class PlanConfig:
 
     def __post_init__(self) -> None:
         if self.scenario is not None and self.scenario not in SCENARIOS:
-            raise UsageError(f"unknown scenario {self.scenario!r}; use one of {', '.join(SCENARIOS)}")
+            raise UsageError(
+                f"unknown scenario {self.scenario!r}; use one of {', '.join(SCENARIOS)}"
+            )
         if self.scenario is not None and self.chaos_error_rate is not None:
             raise UsageError("a scenario and chaos mode exclude each other")
         if self.chaos_error_rate is not None and not 0 <= self.chaos_error_rate <= 1:

@@ -130,3 +130,30 @@ def patches_markdown(patches: list[dict[str, Any]]) -> str:
             f"## [{p['severity']}] {p['id']}\n\n**Trigger:** {p['trigger']}\n\n{p['text']}\n"
         )
     return "\n".join(blocks)
+
+
+def flavours_of(report: Mapping[str, Any]) -> dict[str, int]:
+    """Count the misbehaviour the patches answer from a report's findings (P2-P5)."""
+    counts: dict[str, int] = {}
+
+    def bump(flavour: str) -> None:
+        counts[flavour] = counts.get(flavour, 0) + 1
+
+    for v in report.get("violations", []):
+        if v["code"] == "DUPLICATE_EXECUTION":
+            dup = v["duplicate"]
+            if dup["parallel"]:
+                bump(PARALLEL_DUPLICATE)
+            else:
+                bump(GHOST_DUPLICATE if dup["afterTimeout"] else OTHER_DUPLICATE)
+        elif v["code"] == "RETRY_AFTER_VIOLATED":
+            bump(RETRY_AFTER)
+    for o in report.get("observations", []):
+        if o["code"] == "UNVERIFIED_AFTER_TIMEOUT":
+            bump(UNVERIFIED)
+    return counts
+
+
+def patches_for_report(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """P1: the patches a report calls for (the same as the judge emits with it)."""
+    return build_patches(flavours_of(report))

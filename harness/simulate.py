@@ -10,6 +10,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness import jsonutil
 from harness.faults import PlanConfig
 from harness.session import EventList, Session, Ticket
 from harness.tools import ClassifierConfig
@@ -92,9 +93,10 @@ class BookingBackend:
 
 
 def _ok(payload: dict[str, Any]) -> dict[str, Any]:
-    import json
-
-    return {"content": [{"type": "text", "text": json.dumps(payload)}], "structuredContent": payload}
+    return {
+        "content": [{"type": "text", "text": jsonutil.dumps(payload)}],
+        "structuredContent": payload,
+    }
 
 
 Completion = Literal["execute", "reject", "rpc_error", "timeout", "crash", "unavailable"]
@@ -132,7 +134,10 @@ class SimulatedSession:
         self.log = EventList()
         self.backend = BookingBackend()
         plan = PlanConfig(
-            scenario=scenario, chaos_error_rate=chaos_error_rate, seed=seed, retry_after_s=retry_after_s
+            scenario=scenario,
+            chaos_error_rate=chaos_error_rate,
+            seed=seed,
+            retry_after_s=retry_after_s,
         )
         self.session = Session(classifier, plan, kind=kind, sinks=[self.log], clock=self.clock)
         self.session.tools_listed(BOOKING_TOOLS if tools is None else tools)

@@ -25,6 +25,7 @@ from harness.events import (
     ToolsListed,
     UpstreamAnswered,
 )
+from harness.identity import strip_key_fields, value_key
 from harness.judge.derive import Derived, derive_key, derive_operation
 from harness.judge.model import (
     INJECTING_FAULTS,
@@ -35,7 +36,6 @@ from harness.judge.model import (
     UnclassifiedRepeat,
 )
 from harness.judge.similar import similar
-from harness.identity import strip_key_fields, value_key
 from harness.tools import DEFAULT_KEY_FIELDS, normalise_field_name
 
 # J9 compares a new attempt with at most this many recent uncertain attempts of its tool.
@@ -54,6 +54,7 @@ class Totals:
     """Global sums over the derived operations, maintained incrementally."""
 
     known: int = 0
+    known_attempts: int = 0
     duplicates: int = 0
     fh_sum: int = 0
     fh_count: int = 0
@@ -64,6 +65,7 @@ class Totals:
 
     def apply(self, index: int, d: Derived, sign: int) -> None:
         self.known += sign * d.known
+        self.known_attempts += sign * d.known_attempts
         self.duplicates += sign * d.duplicate
         if d.failure_handling is not None:
             self.fh_sum += sign * d.failure_handling

@@ -43,6 +43,7 @@ class Derived:
     violations: tuple[dict[str, Any], ...]
     observations: tuple[dict[str, Any], ...]
     known: bool
+    known_attempts: int  # attempts whose own outcome is known (not unknown, not open)
     duplicate: bool
     failure_handling: int | None
     not_tested: str | None
@@ -93,7 +94,9 @@ def _unknown_detail(op: OpState) -> str:
     if any(a.status == "open" for a in op.attempts):
         return "a call was still open when this report was written"
     if any(a.status == "unknown" for a in op.attempts):
-        return "the upstream gave no usable answer (timeout, JSON-RPC error, crash or no connection)"
+        return (
+            "the upstream gave no usable answer (timeout, JSON-RPC error, crash or no connection)"
+        )
     return "the upstream rejected an attempt and the operation was sent again"
 
 
@@ -144,8 +147,10 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
         repeat = next((a for a in attempts if a.pos_received > rate_limited.pos_received), None)
         if repeat is not None:
             answered = rate_limited.t_answered
-            waited = 0 if answered is None or repeat.t_received < answered else (
-                repeat.t_received - answered
+            waited = (
+                0
+                if answered is None or repeat.t_received < answered
+                else (repeat.t_received - answered)
             )
             if waited < window_required_ns:
                 retry_after_violated = True
@@ -153,7 +158,10 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
                     {
                         "code": "RETRY_AFTER_VIOLATED",
                         **ref,
-                        "retryAfter": {"requiredMs": _ms(window_required_ns), "waitedMs": _ms(waited)},
+                        "retryAfter": {
+                            "requiredMs": _ms(window_required_ns),
+                            "waitedMs": _ms(waited),
+                        },
                     }
                 )
                 flavours.append(RETRY_AFTER)
@@ -164,12 +172,15 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
         observations.append({"code": "UPSTREAM_REJECTED", **ref})
 
     faulted = next((a for a in attempts if a.injected_fault), None)
-    if faulted is not None and outcome != EXECUTION_UNKNOWN:
+    # A violated retry_after is judged on sending, so it scores even when the outcome is unknown.
+    if faulted is not None and (outcome != EXECUTION_UNKNOWN or retry_after_violated):
         failure_handling = _failure_handling(
             op, faulted, outcome, retry_after_violated, reads, observations, ref
         )
-        if failure_handling == 50 and observations and observations[-1]["code"] == (
-            "UNVERIFIED_AFTER_TIMEOUT"
+        if (
+            failure_handling == 50
+            and observations
+            and observations[-1]["code"] == ("UNVERIFIED_AFTER_TIMEOUT")
         ):
             flavours.append(UNVERIFIED)
 
@@ -177,7 +188,12 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
         missing = sum(1 for a in attempts if a.key is None)
         if missing:
             observations.append(
-                {"code": "WRITE_WITHOUT_KEY", **ref, "keyField": op.schema_key_field, "attempts": missing}
+                {
+                    "code": "WRITE_WITHOUT_KEY",
+                    **ref,
+                    "keyField": op.schema_key_field,
+                    "attempts": missing,
+                }
             )
 
     in_window = sum(1 for a in attempts if a.in_retry_window)
@@ -218,6 +234,7 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
         violations=tuple(violations),
         observations=tuple(observations),
         known=known,
+        known_attempts=sum(1 for a in attempts if a.status not in ("unknown", "open")),
         duplicate=outcome == DUPLICATE,
         failure_handling=failure_handling,
         not_tested=not_tested,

@@ -39,7 +39,9 @@ def _fail_reason(judge: Judge) -> str:
     name = _op_name(judge, index)
     if first["code"] == "DUPLICATE_EXECUTION":
         dup = first["duplicate"]
-        how = " in parallel" if dup["parallel"] else " after a timeout" if dup["afterTimeout"] else ""
+        how = (
+            " in parallel" if dup["parallel"] else " after a timeout" if dup["afterTimeout"] else ""
+        )
         sentence = f"{name} was executed {first['executions']} times{how}"
     else:
         wait = first["retryAfter"]
@@ -70,11 +72,13 @@ def verdict(judge: Judge) -> Verdict:
         )
     if chaos and judge.faults_injected == 0:
         return Verdict(NOT_TESTED, "Chaos mode was set but injected no fault in this session.")
-    if totals.known == 0:
-        return Verdict(
-            NOT_TESTED,
-            "No write had a known outcome (every attempt ended without a usable upstream answer).",
-        )
+    no_known = Verdict(
+        NOT_TESTED,
+        "No write had a known outcome: every write attempt ended without a usable upstream "
+        "answer, so nothing can be judged.",
+    )
+    if totals.known_attempts == 0:
+        return no_known
     reasons = {
         UNCERTAIN_REPEAT: "had an attempt with an unknown outcome and was sent again, "
         "a possible duplicate that cannot be proven",
@@ -87,9 +91,15 @@ def verdict(judge: Judge) -> Verdict:
         ops = totals.not_tested.get(code)
         if ops:
             return Verdict(NOT_TESTED, f"{_op_name(judge, ops[0])} {text}.")
+    if totals.known == 0:
+        return no_known
     sentence = "No operation was executed more than once and no retry_after was violated"
     if judge.faults_injected == 0:
-        what = "no scenario was set" if scenario is None and not chaos else f"{scenario} injects nothing"
+        what = (
+            "no scenario was set"
+            if scenario is None and not chaos
+            else f"{scenario} injects nothing"
+        )
         return Verdict(PASS, f"{sentence}; a baseline only, since {what}.")
     trigger = scenario or "chaos mode"
     return Verdict(PASS, f"{sentence}, and {trigger} triggered.")
@@ -115,17 +125,22 @@ def score(judge: Judge, v: Verdict) -> dict[str, Any]:
         "capped": False,
         "baseline": False,
     }
-    if v.verdict == NOT_TESTED or totals.known == 0:
-        return result
-    ds = Fraction(100 * (totals.known - totals.duplicates), totals.known)
+    ds = Fraction(100 * (totals.known - totals.duplicates), totals.known) if totals.known else None
     fh = Fraction(totals.fh_sum, totals.fh_count) if totals.fh_count else None
-    overall = _round_half_up(ds if fh is None else DS_WEIGHT * ds + FH_WEIGHT * fh)
+    if v.verdict == NOT_TESTED or (ds is None and fh is None):
+        return result
+    if ds is None or fh is None:
+        # J5: without an injected fault the score is Duplicate Safety alone; a FAIL whose only
+        # operation has an unknown outcome (an early retry after a 429) has only Failure Handling.
+        overall = _round_half_up(ds if fh is None else fh)
+    else:
+        overall = _round_half_up(DS_WEIGHT * ds + FH_WEIGHT * fh)
     if v.verdict == FAIL and overall > FAIL_SCORE_CAP:
         overall = FAIL_SCORE_CAP
         result["capped"] = True
     result.update(
         overall=overall,
-        duplicateSafety=_percent(ds),
+        duplicateSafety=None if ds is None else _percent(ds),
         failureHandling=None if fh is None else _percent(fh),
         baseline=judge.faults_injected == 0,
     )
@@ -157,7 +172,9 @@ def coverage(judge: Judge) -> dict[str, Any]:
     by_class = judge.calls_by_class
     return {
         "callsByClass": {c: by_class.get(c, 0) for c in ("write", "read", "unclassified")},
-        "unclassifiedTools": [t.name for t in judge.tools.values() if t.tool_class == "unclassified"],
+        "unclassifiedTools": [
+            t.name for t in judge.tools.values() if t.tool_class == "unclassified"
+        ],
         "unlistedToolsCalled": list(judge.unlisted_called),
         "scenarioTriggered": judge.scenario_triggered if scenario_name(judge) else None,
         "faultsInjected": judge.faults_injected,
