@@ -1,0 +1,193 @@
+"""Fixtures for the end-to-end tests: real processes, real third-party MCP servers, Chromium.
+
+Every server fixture returns the exact argv that starts the server over stdio, so the same
+list can go to the MCP client directly (the baseline) or behind `agent-harness proxy --`.
+Settings a server reads from its environment are part of that argv (`env VAR=value ...`),
+so no caller has to remember them.
+
+Something missing (node packages, a Python server, chromium, the console script) fails the
+test when CI is set, because CI must run every test; on a developer machine it skips with
+the command that installs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+try:  # the repo root is on sys.path (PYTHONPATH=. or pytest's `pythonpath`)
+    from tests.e2e import browser
+except ModuleNotFoundError:  # pytest's default "prepend" import mode puts tests/e2e there
+    import browser  # type: ignore[no-redef]
+
+THIRDPARTY_DIR = Path(__file__).parent / "thirdparty"
+NPM_SCOPE_DIR = THIRDPARTY_DIR / "node_modules" / "@modelcontextprotocol"
+NPM_INSTALL_HINT = "make e2e-deps  (= cd tests/e2e/thirdparty && npm ci --no-audit --no-fund)"
+PY_INSTALL_HINT = "make setup  (= .venv/bin/pip install -e '.[dev]')"
+CHROMIUM_INSTALL_HINT = "apt-get update && apt-get install -y chromium"
+
+# The five third-party servers, by the fixture that returns each one's argv.
+SERVER_FIXTURES = (
+    "memory_server_cmd",
+    "filesystem_server_cmd",
+    "everything_server_cmd",
+    "git_server_cmd",
+    "time_server_cmd",
+)
+
+
+def in_ci() -> bool:
+    """True when the environment variable CI is set to something other than a false word."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def require(condition: bool, missing: str, install: str) -> None:
+    """Fail (CI set) or skip (otherwise) unless `condition` holds."""
+    if condition:
+        return
+    message = f"{missing}; install it with: {install}"
+    if in_ci():
+        pytest.fail(f"{message} (CI is set, so e2e prerequisites are mandatory)")
+    pytest.skip(message)
+
+
+def _node() -> str:
+    node = shutil.which("node")
+    require(node is not None, "node (>= 18) is not on PATH", "apt-get install -y nodejs")
+    assert node is not None
+    return node
+
+
+def _npm_entry(package: str) -> Path:
+    """The bin entry file of an installed @modelcontextprotocol package."""
+    entry = NPM_SCOPE_DIR / package / "dist" / "index.js"
+    require(
+        entry.is_file(), f"npm package @modelcontextprotocol/{package} missing", NPM_INSTALL_HINT
+    )
+    return entry
+
+
+def _python_module(module: str) -> None:
+    found = importlib.util.find_spec(module) is not None
+    require(found, f"Python package {module} not installed in {sys.prefix}", PY_INSTALL_HINT)
+
+
+def _env_prefix(**variables: str) -> list[str]:
+    """argv prefix that sets environment variables for the command after it."""
+    env = shutil.which("env") or "/usr/bin/env"
+    return [env, *(f"{name}={value}" for name, value in variables.items())]
+
+
+@pytest.fixture
+def memory_file(tmp_path: Path) -> Path:
+    """Where server-memory keeps its knowledge graph (JSON lines) for this test."""
+    return tmp_path / "memory" / "memory.jsonl"
+
+
+@pytest.fixture
+def memory_server_cmd(memory_file: Path) -> list[str]:
+    """argv for @modelcontextprotocol/server-memory, storing its graph in `memory_file`."""
+    memory_file.parent.mkdir(parents=True, exist_ok=True)
+    entry = _npm_entry("server-memory")
+    return [*_env_prefix(MEMORY_FILE_PATH=str(memory_file)), _node(), str(entry)]
+
+
+@pytest.fixture
+def filesystem_root(tmp_path: Path) -> Path:
+    """The only directory server-filesystem may touch, with one file in it."""
+    root = tmp_path / "fsroot"
+    root.mkdir()
+    (root / "hello.txt").write_text("hello from the e2e fixture\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def filesystem_server_cmd(filesystem_root: Path) -> list[str]:
+    """argv for @modelcontextprotocol/server-filesystem, allowed only `filesystem_root`."""
+    entry = _npm_entry("server-filesystem")
+    return [_node(), str(entry), str(filesystem_root)]
+
+
+@pytest.fixture
+def everything_server_cmd() -> list[str]:
+    """argv for @modelcontextprotocol/server-everything on stdio."""
+    entry = _npm_entry("server-everything")
+    return [_node(), str(entry), "stdio"]
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        timeout=30,
+        # A developer's global git config (hooks, signing) must not leak into the fixture.
+        env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"},
+    )
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Path:
+    """A fresh git repository on branch main with one commit (README.md)."""
+    require(shutil.which("git") is not None, "git is not on PATH", "apt-get install -y git")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "--quiet", "--initial-branch=main")
+    # Local identity: mcp-server-git's git_commit needs one and CI has no global config.
+    _git(repo, "config", "user.name", "agent-harness e2e")
+    _git(repo, "config", "user.email", "e2e@agent-harness.invalid")
+    _git(repo, "config", "commit.gpgsign", "false")
+    (repo / "README.md").write_text("# e2e fixture repo\n", encoding="utf-8")
+    _git(repo, "add", "README.md")
+    _git(repo, "commit", "--quiet", "-m", "initial commit")
+    return repo
+
+
+@pytest.fixture
+def git_server_cmd(git_repo: Path) -> list[str]:
+    """argv for mcp-server-git (PyPI) bound to `git_repo`."""
+    _python_module("mcp_server_git")
+    return [sys.executable, "-m", "mcp_server_git", "--repository", str(git_repo)]
+
+
+@pytest.fixture
+def time_server_cmd() -> list[str]:
+    """argv for mcp-server-time (PyPI), pinned to UTC so answers do not depend on the host."""
+    _python_module("mcp_server_time")
+    return [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
+
+
+@pytest.fixture
+def agent_harness_bin() -> Path:
+    """The installed `agent-harness` console script of this venv."""
+    path = Path(sys.executable).parent / "agent-harness"
+    require(
+        path.is_file() and os.access(path, os.X_OK),
+        f"console script {path} not found",
+        PY_INSTALL_HINT,
+    )
+    return path
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    """Path of the headless-capable Chromium binary."""
+    path = browser.find_chromium()
+    require(path is not None, "chromium not found", CHROMIUM_INSTALL_HINT)
+    assert path is not None
+    return path
+
+
+@pytest.fixture(scope="module")
+def chromium(chromium_path: str) -> Iterator[browser.Browser]:
+    """One headless Chromium per test module (`chromium.new_page(path)`); closed afterwards."""
+    with browser.Browser(executable=chromium_path) as chrome:
+        yield chrome
