@@ -1,0 +1,82 @@
+"""The harness's commands: proxy, judge, benchmark, demo (the runner adds run, report, sweep).
+
+Every user error ends as one line on stderr and exit code 1; no tracebacks.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness import __version__, jsonutil
+from harness.errors import HarnessError
+
+PROXY_CONTEXT = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print one error line and return the Exit to raise."""
+    typer.echo(f"agent-harness: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+class ReportFormat(str, Enum):
+    json = "json"
+    md = "md"
+
+
+def judge_command(
+    events: Annotated[Path, typer.Argument(help="An event log (JSON lines) recorded by the proxy.")],
+    format: Annotated[ReportFormat, typer.Option("--format", help="json or md.")] = ReportFormat.json,
+) -> None:
+    """Judge a recorded event log again and print its report, score and patches."""
+    from harness.events import read_jsonl
+    from harness.judge import judge_events
+    from harness.render import judgement_markdown
+
+    try:
+        judgement = judge_events(read_jsonl(events))
+    except HarnessError as exc:
+        raise fail(str(exc)) from None
+    if format is ReportFormat.md:
+        typer.echo(judgement_markdown(judgement))
+        return
+    typer.echo(
+        jsonutil.dumps(
+            {
+                "verdict": judgement.report["verdict"],
+                "report": judgement.report,
+                "score": judgement.score,
+                "patches": judgement.patches,
+                "toolClassification": judgement.tool_classification,
+                "harnessVersion": __version__,
+            }
+        )
+    )
+
+
+def proxy_command(ctx: typer.Context) -> None:
+    """Run the chaos proxy in front of an upstream MCP server (see `agent-harness proxy --help`)."""
+    from harness.proxy.main import main as proxy_main
+
+    raise typer.Exit(proxy_main(list(ctx.args)))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the harness's commands to the top-level app."""
+    app.command("proxy", context_settings=PROXY_CONTEXT, add_help_option=False)(proxy_command)
+    app.command("judge")(judge_command)
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"agent-harness {__version__}")
+        raise typer.Exit(0)
+
+
+def stderr_line(message: str) -> None:
+    print(f"[agent-harness] {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,39 @@
+"""`python -m runner.upstreams KIND --db PATH`: serve a built-in upstream over stdio."""
+
+from __future__ import annotations
+
+import argparse
+
+import anyio
+from mcp.server.stdio import stdio_server
+
+from runner.upstreams._registry import BUILTIN_UPSTREAMS, serve
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    kinds = "\n".join(f"  {k}: {u.description}" for k, u in BUILTIN_UPSTREAMS.items())
+    parser = argparse.ArgumentParser(
+        prog="python -m runner.upstreams",
+        description="Serve a built-in reference MCP server over stdio.\n\nkinds:\n" + kinds,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("kind", choices=sorted(BUILTIN_UPSTREAMS))
+    parser.add_argument(
+        "--db", required=True, help="SQLite ledger file; created with its schema if missing"
+    )
+    return parser.parse_args(argv)
+
+
+async def _serve_stdio(kind: str, db: str) -> None:
+    async with stdio_server() as (read_stream, write_stream):
+        await serve(kind, db, read_stream, write_stream)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and serve until stdin closes."""
+    args = _parse(argv)
+    anyio.run(_serve_stdio, args.kind, args.db)
+
+
+if __name__ == "__main__":
+    main()

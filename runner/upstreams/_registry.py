@@ -1,0 +1,131 @@
+"""The built-in upstream kinds, how to serve them and how to read their ground truth."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
+
+from runner.upstreams._plumbing import Ledger, build_server, open_db, open_readonly, table_exists
+from runner.upstreams.booking import BOOKING, BOOKING_NOSEARCH
+from runner.upstreams.payment import PAYMENT
+
+
+@dataclass(frozen=True)
+class BuiltinUpstream:
+    """One built-in reference upstream kind."""
+
+    kind: str
+    description: str
+    instructions: str
+    ledger: Ledger
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The tools this kind lists, in order."""
+        return tuple(tool.name for tool in self.ledger.tools)
+
+
+BUILTIN_UPSTREAMS: dict[str, BuiltinUpstream] = {
+    u.kind: u
+    for u in (
+        BuiltinUpstream(
+            kind="booking",
+            description="Hotel booking service, not idempotent, with search by guest and date.",
+            instructions="Hotel booking service: book rooms, find, look up and cancel bookings.",
+            ledger=BOOKING,
+        ),
+        BuiltinUpstream(
+            kind="booking-nosearch",
+            description="The same booking service without search: lookup by booking id only.",
+            instructions="Hotel booking service: book rooms, look up and cancel bookings by id.",
+            ledger=BOOKING_NOSEARCH,
+        ),
+        BuiltinUpstream(
+            kind="payment",
+            description="Payment service that honours idempotency keys (one charge per key).",
+            instructions="Payment service: charge customers, list and look up payments.",
+            ledger=PAYMENT,
+        ),
+    )
+}
+
+
+def builtin(kind: str) -> BuiltinUpstream:
+    """The built-in upstream of that kind; ValueError naming the known kinds otherwise."""
+    try:
+        return BUILTIN_UPSTREAMS[kind]
+    except KeyError:
+        known = ", ".join(sorted(BUILTIN_UPSTREAMS))
+        raise ValueError(f"unknown built-in upstream {kind!r} (known: {known})") from None
+
+
+def stdio_command(kind: str, db_path: str | Path) -> list[str]:
+    """The command line that serves KIND over stdio with its ledger in db_path."""
+    builtin(kind)
+    return [sys.executable, "-m", "runner.upstreams", kind, "--db", str(db_path)]
+
+
+async def serve(
+    kind: str,
+    db_path: str | Path,
+    read_stream: ReadStream[SessionMessage | Exception],
+    write_stream: WriteStream[SessionMessage],
+) -> None:
+    """Serve KIND over the given streams (in memory or stdio) until the read side closes."""
+    upstream = builtin(kind)
+    # Creating the schema fsyncs; keep it off the event loop that hosts other runs.
+    conn = await anyio.to_thread.run_sync(open_db, db_path, upstream.ledger.schema)
+    try:
+        server = build_server(
+            f"agent-harness-{kind}", upstream.instructions, list(upstream.ledger.tools), conn
+        )
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        # Closing checkpoints the WAL (an fsync): off the loop, and even when cancelled.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(conn.close)
+
+
+def _ledger_conn(ledger: Ledger, db_path: str | Path) -> sqlite3.Connection:
+    conn = open_readonly(db_path)
+    if table_exists(conn, ledger.table):
+        return conn
+    conn.close()
+    # No table yet (the server never started): an empty ledger in memory answers the same
+    # questions through the same queries.
+    empty = sqlite3.connect(":memory:")
+    empty.row_factory = sqlite3.Row
+    empty.executescript(ledger.schema)
+    return empty
+
+
+def ground_truth(kind: str, db_path: str | Path) -> list[dict[str, Any]]:
+    """One entry per distinct business operation that really produced rows, with `rows`."""
+    ledger = builtin(kind).ledger
+    conn = _ledger_conn(ledger, db_path)
+    try:
+        return ledger.ground_truth(conn)
+    finally:
+        conn.close()
+
+
+def real_rows(kind: str, db_path: str | Path, tool: str, arguments: dict[str, Any]) -> int | None:
+    """Rows that really exist for this tool call's operation; None for tools writing nothing.
+
+    Arguments are normalised as the server normalises them when it stores (see `_fields`);
+    an idempotency key among them is ignored; arguments the server would refuse count 0.
+    """
+    ledger = builtin(kind).ledger
+    conn = _ledger_conn(ledger, db_path)
+    try:
+        return ledger.real_rows(conn, tool, arguments)
+    finally:
+        conn.close()
