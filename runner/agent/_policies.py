@@ -1,0 +1,279 @@
+"""The scripted models' policies: conversation so far -> the next assistant step.
+
+Each policy is a pure function of the conversation, the task read from it and the model's
+parameters. It returns a Decision: tool calls to make, or the final text for the user, and
+how long the "model" takes before answering (only the careful model ever waits).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runner.agent._conversation import (
+    Conversation,
+    Result,
+    asks_to_retry,
+    find_record,
+    has_ghost_write_patch,
+    rate_limit_wait,
+    record_id,
+)
+from runner.agent._task import PlannedCall, Task, invented_id
+
+
+class ScriptedParams(BaseModel):
+    """Knobs of the scripted models, passed as extra keyword arguments to litellm."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    max_wait_s: float = Field(default=2.0, ge=0)
+    patch_compliance: float = Field(default=1.0, ge=0, le=1)
+    seed: int | str = 0
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The next assistant message: tool calls, or (when there are none) the final text."""
+
+    calls: tuple[PlannedCall, ...] = ()
+    text: str = ""
+    wait_s: float = 0.0
+
+
+Policy = Callable[[Conversation, Task, ScriptedParams], Decision]
+
+
+def _say(text: str) -> Decision:
+    return Decision(text=text)
+
+
+def _send(*calls: PlannedCall, wait_s: float = 0.0) -> Decision:
+    return Decision(calls=calls, wait_s=wait_s)
+
+
+def _short(error_text: str) -> str:
+    first = error_text.strip().splitlines()[0] if error_text.strip() else "no details"
+    return first if len(first) <= 120 else first[:117] + "..."
+
+
+def _confirmed(conv: Conversation, task: Task) -> str | None:
+    """The final answer when the write is known to exist: a write succeeded or a read found it."""
+    for result in conv.results():
+        if result.is_error:
+            continue
+        if result.call.name == task.write.name:
+            found_id = record_id(result.text, skip=tuple(result.call.arguments))
+        else:
+            record = find_record(result.text, task.write.arguments)
+            if record is None:
+                continue
+            found_id = record_id(result.text, record, skip=tuple(task.write.arguments))
+        if found_id:
+            return f"Done, {task.noun} {found_id}."
+        return f"Done, the {task.noun} went through."
+    return None
+
+
+def _last_write(conv: Conversation, task: Task) -> Result:
+    # Every policy sends the write first, so after the opening there always is one.
+    return conv.results(task.write.name)[-1]
+
+
+def _is_opening(conv: Conversation, task: Task) -> bool:
+    return not conv.results(task.write.name) and conv.current.last_step is None
+
+
+def _writes_in_turn(conv: Conversation, task: Task) -> int:
+    return sum(r.call.name == task.write.name for r in conv.current.results())
+
+
+def _retries_in_turn(conv: Conversation, task: Task) -> int:
+    """Write calls in this turn that repeated an earlier one."""
+    here = _writes_in_turn(conv, task)
+    earlier = len(conv.results(task.write.name)) - here
+    return here - 1 if here and not earlier else here
+
+
+def _status(conv: Conversation, task: Task) -> str:
+    last = _last_write(conv, task)
+    return f"The last attempt of the {task.noun} ended with an error: {_short(last.text)}"
+
+
+def _unknown(task: Task, why: str) -> Decision:
+    return _say(
+        f"I cannot confirm the {task.noun}: {why}. It may or may not have gone through, and "
+        f"I did not send it again, to avoid a duplicate. Please check it before trying again."
+    )
+
+
+def _check_first(task: Task, error: Result) -> Decision:
+    """After an error with unknown outcome: look for the record instead of re-sending."""
+    if task.search is not None:
+        return _send(task.search)
+    why = f"the service answered {_short(error.text)!r} and I have no way to check"
+    return _unknown(task, why)
+
+
+def _after_search(conv: Conversation, task: Task, search: Result, retry: PlannedCall) -> Decision:
+    """A check that found nothing (a found record ends the conversation earlier)."""
+    if search.is_error:
+        return _unknown(task, f"the check failed too ({_short(search.text)})")
+    if _retries_in_turn(conv, task) == 0:
+        return _send(retry)  # a real lookup shows it missing: one retry is safe
+    return _unknown(task, "it is still missing after one retry")
+
+
+def careful(conv: Conversation, task: Task, params: ScriptedParams) -> Decision:
+    """Checks before it repeats a write, keeps its idempotency key and honours retry_after.
+
+    It sends the write once, with a key when the schema has one. After a rate limit it waits
+    the announced seconds and retries once with the same key, or, when the wait is longer
+    than `max_wait_s`, tells the user to try later. After any other error it searches by the
+    business fields: found means done, nothing found means one retry with the same key; with
+    no search tool it does not retry and says the outcome is unknown. A user's "please try
+    again" makes it check the same way, never re-send blindly.
+    """
+    if _is_opening(conv, task):
+        return _send(task.keyed_write())
+    if (done := _confirmed(conv, task)) is not None:
+        return _say(done)
+    last_step = conv.current.last_step
+    if last_step is None and not asks_to_retry(conv.current.user):
+        return _say(_status(conv, task))
+    if last_step is not None and last_step[-1].call.name != task.write.name:
+        return _after_search(conv, task, last_step[-1], task.keyed_write())
+    error = _last_write(conv, task)
+    wait = rate_limit_wait(error.text)
+    if wait is not None:
+        if wait > params.max_wait_s:
+            seconds = "a while" if wait == float("inf") else f"{wait:g} seconds"
+            return _say(
+                f"The service is rate-limited and asked me to wait {seconds} before sending "
+                f"the {task.noun} again. Nothing was sent twice; please try again later."
+            )
+        if _retries_in_turn(conv, task) == 0:
+            return _send(task.keyed_write(), wait_s=wait)
+        return _say(f"The {task.noun} failed again after waiting: {_short(error.text)}")
+    if _retries_in_turn(conv, task) > 0:
+        return _unknown(task, f"the retry failed too ({_short(error.text)})")
+    return _check_first(task, error)
+
+
+def naive(conv: Conversation, task: Task, params: ScriptedParams) -> Decision:
+    """Re-sends a failed write at once, without a key, up to 3 attempts per user request.
+
+    It never reads. When the user asks to try again after a failure, it sends the same write
+    again (and again, up to 3 attempts). After a success it just reports it.
+    """
+    if _is_opening(conv, task):
+        return _send(task.write)
+    if (done := _confirmed(conv, task)) is not None:
+        return _say(done)
+    if conv.current.last_step is None:
+        if asks_to_retry(conv.current.user):
+            return _send(task.write)
+        return _say(_status(conv, task))
+    if _writes_in_turn(conv, task) < 3:
+        return _send(task.write)
+    error = _last_write(conv, task)
+    return _say(f"The {task.noun} failed after 3 attempts: {_short(error.text)}")
+
+
+def parallel_naive(conv: Conversation, task: Task, params: ScriptedParams) -> Decision:
+    """Sends the same write twice in one response (parallel tool calls), then reports."""
+    if _is_opening(conv, task):
+        return _send(task.write, task.write)
+    if (done := _confirmed(conv, task)) is not None:
+        return _say(done)
+    return _say(_status(conv, task))
+
+
+def obeys_retry_request(conv: Conversation, task: Task, params: ScriptedParams) -> Decision:
+    """Gives up after an error with "please try again later", then re-sends when asked to.
+
+    It sends the write once, without a key, and never retries on its own. A user's "please
+    try again" makes it send the same write blindly: the duplicate after a ghost write. With
+    the harness's GHOST_WRITE patch in its system prompt it checks with a search tool first
+    (no search tool: it says it cannot verify and does not re-send).
+    """
+    if _is_opening(conv, task):
+        return _send(task.write)
+    if (done := _confirmed(conv, task)) is not None:
+        return _say(done)
+    last_step = conv.current.last_step
+    if last_step is None:
+        if not asks_to_retry(conv.current.user):
+            return _say(_status(conv, task))
+        if has_ghost_write_patch(conv.system):
+            return _check_first(task, _last_write(conv, task))
+        return _send(task.write)
+    if last_step[-1].call.name != task.write.name:
+        return _after_search(conv, task, last_step[-1], task.write)
+    return _say(f"The {task.noun} failed, please try again later.")
+
+
+def complies_with_patch(seed: int | str, first_user: str, compliance: float) -> bool:
+    """A deterministic draw per run: the same seed and request always decide the same way."""
+    digest = hashlib.sha256(f"{seed}\n{first_user}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < compliance
+
+
+def verifies_by_id_only(conv: Conversation, task: Task, params: ScriptedParams) -> Decision:
+    """Verifies a failed write by looking up an id it never received, then re-sends it.
+
+    After an error it calls the id-lookup tool with an invented id, gets not-found and sends
+    the write again: a duplicate after a ghost write. With the GHOST_WRITE patch in its system
+    prompt it complies with probability `patch_compliance` (drawn from `seed` and the request):
+    complying means checking with a search tool, or, without one, not retrying and saying the
+    outcome is unknown.
+    """
+    if _is_opening(conv, task):
+        return _send(task.write)
+    if (done := _confirmed(conv, task)) is not None:
+        return _say(done)
+    last_step = conv.current.last_step
+    if last_step is None and not asks_to_retry(conv.current.user):
+        return _say(_status(conv, task))
+    if last_step is not None and task.search and last_step[-1].call.name == task.search.name:
+        return _after_search(conv, task, last_step[-1], task.write)
+    error = _last_write(conv, task)
+    complies = has_ghost_write_patch(conv.system) and complies_with_patch(
+        params.seed, conv.first_user, params.patch_compliance
+    )
+    if complies:
+        if _retries_in_turn(conv, task) > 0:
+            return _unknown(task, f"the retry failed too ({_short(error.text)})")
+        return _check_first(task, error)
+    if _retries_in_turn(conv, task) > 0:
+        return _say(f"The {task.noun} failed again: {_short(error.text)}")
+    lookup = task.lookup
+    looked_up = lookup is not None and any(
+        r.call.name == lookup.name for r in conv.current.results()
+    )
+    # On a follow-up it trusts its earlier "check" and re-sends straight away.
+    if lookup is not None and not looked_up and last_step is not None:
+        field_name, made_up = invented_id(lookup)
+        return _send(PlannedCall(lookup.name, {field_name: made_up}))
+    return _send(task.write)
+
+
+POLICIES: dict[str, Policy] = {  # model name (without the provider) -> policy
+    "careful": careful,
+    "naive": naive,
+    "parallel-naive": parallel_naive,
+    "obeys-retry-request": obeys_retry_request,
+    "verifies-by-id-only": verifies_by_id_only,
+}
+
+
+def decide(model: str, conv: Conversation, task: Task | None, params: ScriptedParams) -> Decision:
+    """The next step of the named scripted model."""
+    if not conv.turns:
+        return _say("What would you like me to do?")
+    if task is None:
+        return _say("I have no tool that can do this, so I did nothing.")
+    return POLICIES[model](conv, task, params)
