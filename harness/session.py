@@ -15,9 +15,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness import CERTIFICATION, __version__, jsonutil
 from harness.events import AnswerSource, UpstreamStatus, _Event
 from harness.faults import Fault, FaultPlan, PlanConfig
 from harness.judge import Judge, Judgement, ReportText, judgement_of
+from harness.patches import build_patches
 from harness.recorder import Recorder, Sink
 from harness.tools import Classification, ClassifierConfig
 
@@ -115,6 +117,17 @@ class Session:
 
     def judgement(self) -> Judgement:
         return judgement_of(self.judge)
+
+    def report_file_text(self, status: str) -> str:
+        """O2: the report file's JSON text, re-serialising only what changed since last time."""
+        report, v, score = self.text.render()
+        head = jsonutil.dumps({"verdict": v.verdict, "status": status, "certification": CERTIFICATION})
+        return (
+            f'{head[:-1]},"report":{report},"score":{jsonutil.dumps(score)}'
+            f',"patches":{jsonutil.dumps(build_patches(self.judge.totals.flavours))}'
+            f',"toolClassification":{jsonutil.dumps(self.classification.as_json())}'
+            f',"harnessVersion":{jsonutil.dumps(__version__)}}}'
+        )
 
 
 class EventList:

@@ -1,0 +1,283 @@
+"""`agent-harness proxy` flags (X1): strict parsing into a validated ProxyConfig.
+
+Flags come as `--flag value` or `--flag=value`. Unknown flags, misspelt values, empty values,
+flags without a value, and a value that begins with `--` (write `--flag=--value` for that) all
+end with one clear error line. Parsing is a pure function, so every rule is a table test.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from harness.errors import UsageError
+from harness.faults import MAX_RETRY_AFTER_S, SCENARIOS, PlanConfig
+from harness.tools import DEFAULT_KEY_FIELDS, ClassifierConfig
+from harness.transport import DEFAULT_MAX_MESSAGE_BYTES
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    metavar: str
+    help: str
+    repeatable: bool = False
+
+
+FLAGS: tuple[Flag, ...] = (
+    Flag("--upstream-command", "CMD", "Command that starts the upstream MCP server (required)."),
+    Flag("--upstream-arg", "ARG", "One argument for the upstream; repeat the flag for more. "
+         "May contain commas.", repeatable=True),
+    Flag("--upstream-args", "A,B", "Comma-separated upstream arguments (no commas inside); they "
+         "come before the --upstream-arg values."),
+    Flag("--upstream-cwd", "DIR", "Working directory of the upstream process."),
+    Flag("--upstream-env-var", "K=V", "One environment variable for the upstream; repeatable; "
+         "the value may contain commas.", repeatable=True),
+    Flag("--upstream-env", "K=V,K2=V2", "Comma-separated environment variables (values without "
+         "commas). The upstream always inherits the proxy's whole environment too."),
+    Flag("--scenario", "F1..F5", "Deterministic fault scenario on the agent's writes: F1 timeout "
+         "after the write ran (ghost write), F2 429 with retry_after, F3 truncated JSON, F4 two "
+         "writes passed unchanged, F5 500. Without it: plain pass-through (a baseline)."),
+    Flag("--mode", "MODE", "deterministic (default) or chaos; not together with --scenario."),
+    Flag("--error-rate", "R", "With --mode chaos: probability 0-1 that any call fails with a "
+         "generic server error (never executed)."),
+    Flag("--seed", "N", "With --mode chaos: seed that makes the chaos reproducible."),
+    Flag("--retry-after", "S", f"With --scenario F2: seconds the 429 announces and that are "
+         f"checked (default 60, at most {MAX_RETRY_AFTER_S})."),
+    Flag("--fault-delay", "MS", "Delay every injected answer by MS milliseconds, F1 included, "
+         "to imitate a real timeout (default 0)."),
+    Flag("--write-tools", "G,...", "Comma-separated globs (* only, case-sensitive) of write "
+         "tools; replaces the default write patterns."),
+    Flag("--read-tools", "G,...", "Comma-separated globs of extra read tools."),
+    Flag("--key-fields", "N,...", "Argument names that carry an idempotency key (default "
+         "idempotency_key; case, - and _ ignored; top level only)."),
+    Flag("--audit-tools", "on|off", "Offer harness__get_report and harness__get_score to the "
+         "agent (default on; use off for a real measurement)."),
+    Flag("--report-file", "PATH", "Keep report, score and patches as JSON in this file: current "
+         "before every upstream call and every answer, replaced atomically."),
+    Flag("--event-log", "PATH", "Append every event as a JSON line (re-judge it later with "
+         "`agent-harness judge PATH`)."),
+    Flag("--upstream-timeout", "S", "Seconds to wait for an upstream answer (default 60); then "
+         "the attempt's outcome is unknown."),
+    Flag("--max-message-bytes", "N", f"Largest JSON-RPC message in either direction (default "
+         f"{DEFAULT_MAX_MESSAGE_BYTES})."),
+)  # fmt: skip
+
+_BY_NAME = {f.name: f for f in FLAGS}
+
+
+@dataclass(frozen=True)
+class ProxyConfig:
+    """Everything `agent-harness proxy` was asked to do, validated."""
+
+    upstream_command: str
+    upstream_args: tuple[str, ...] = ()
+    upstream_cwd: str | None = None
+    upstream_env: dict[str, str] = field(default_factory=dict)
+    plan: PlanConfig = field(default_factory=PlanConfig)
+    classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
+    audit_tools: bool = True
+    report_file: str | None = None
+    event_log: str | None = None
+    upstream_timeout_s: float = 60.0
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+
+
+@dataclass
+class Parsed:
+    """The outcome of parsing: a config, or a request for help or the version."""
+
+    config: ProxyConfig | None = None
+    help: bool = False
+    version: bool = False
+
+
+def _split_flags(argv: list[str]) -> dict[str, list[str]]:
+    values: dict[str, list[str]] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg in ("--help", "-h"):
+            values.setdefault("--help", []).append("")
+            continue
+        if arg == "--version":
+            values.setdefault("--version", []).append("")
+            continue
+        if not arg.startswith("--"):
+            raise UsageError(f"unexpected argument {arg!r}; every value belongs to a --flag")
+        name, eq, value = arg.partition("=")
+        flag = _BY_NAME.get(name)
+        if flag is None:
+            close = difflib.get_close_matches(name, list(_BY_NAME), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise UsageError(f"unknown flag {name}{hint}; see agent-harness proxy --help")
+        if not eq:
+            if i >= len(argv):
+                raise UsageError(f"{name} needs a value ({flag.metavar})")
+            value = argv[i]
+            if value.startswith("--"):
+                raise UsageError(
+                    f"{name} needs a value ({flag.metavar}), got the flag-like {value!r}; "
+                    f"write {name}={value} if that really is the value"
+                )
+            i += 1
+        if value == "":
+            raise UsageError(f"{name} needs a non-empty value ({flag.metavar})")
+        if name in values and not flag.repeatable:
+            raise UsageError(f"{name} is given more than once")
+        values.setdefault(name, []).append(value)
+    return values
+
+
+def _number(name: str, text: str, kind: type[float] | type[int]) -> float:
+    try:
+        return kind(text)
+    except ValueError:
+        what = "a whole number" if kind is int else "a number"
+        raise UsageError(f"{name} must be {what}, got {text!r}") from None
+
+
+def _list(name: str, text: str) -> tuple[str, ...]:
+    items = tuple(part.strip() for part in text.split(","))
+    if any(not item for item in items):
+        raise UsageError(f"{name} has an empty item in {text!r}")
+    return items
+
+
+def _env_pair(name: str, text: str) -> tuple[str, str]:
+    key, eq, value = text.partition("=")
+    if not eq or not key.strip():
+        raise UsageError(f"{name} expects KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def parse(argv: list[str]) -> Parsed:
+    """X1: parse and validate; UsageError with one clear sentence on anything wrong."""
+    values = _split_flags(argv)
+    if "--help" in values:
+        return Parsed(help=True)
+    if "--version" in values:
+        return Parsed(version=True)
+    one = {k: v[-1] for k, v in values.items()}
+    if "--upstream-command" not in one:
+        raise UsageError("--upstream-command is required (the command that starts your MCP server)")
+
+    args: list[str] = []
+    if "--upstream-args" in one:
+        args += _list("--upstream-args", one["--upstream-args"])
+    args += values.get("--upstream-arg", [])
+
+    env: dict[str, str] = {}
+    if "--upstream-env" in one:
+        for pair in _list("--upstream-env", one["--upstream-env"]):
+            key, value = _env_pair("--upstream-env", pair)
+            env[key] = value
+    for pair in values.get("--upstream-env-var", []):
+        key, value = _env_pair("--upstream-env-var", pair)
+        env[key] = value
+
+    scenario = one.get("--scenario")
+    if scenario is not None and scenario.upper() not in SCENARIOS:
+        raise UsageError(f"--scenario must be one of {', '.join(SCENARIOS)}, got {scenario!r}")
+    scenario = scenario.upper() if scenario else None
+    mode = one.get("--mode")
+    if mode is not None and mode.lower() not in ("deterministic", "chaos"):
+        raise UsageError(f"--mode must be deterministic or chaos, got {mode!r}")
+    chaos = mode is not None and mode.lower() == "chaos"
+    if mode is not None and scenario is not None:
+        raise UsageError("--mode and --scenario exclude each other")
+    if chaos and "--error-rate" not in one:
+        raise UsageError("--mode chaos needs --error-rate (a probability from 0 to 1)")
+    if not chaos and "--error-rate" in one:
+        raise UsageError("--error-rate works only with --mode chaos")
+    if not chaos and "--seed" in one:
+        raise UsageError("--seed works only with --mode chaos")
+    if "--retry-after" in one and scenario != "F2":
+        raise UsageError("--retry-after works only with --scenario F2")
+    if "--fault-delay" in one and scenario is None and not chaos:
+        raise UsageError("--fault-delay works only with --scenario or --mode chaos")
+
+    error_rate = _number("--error-rate", one["--error-rate"], float) if chaos else None
+    if error_rate is not None and not 0 <= error_rate <= 1:
+        raise UsageError(f"--error-rate must be between 0 and 1, got {one['--error-rate']}")
+    retry_after = _number("--retry-after", one.get("--retry-after", "60"), float)
+    if not 0 < retry_after <= MAX_RETRY_AFTER_S:
+        raise UsageError(f"--retry-after must be above 0 and at most {MAX_RETRY_AFTER_S} seconds")
+    fault_delay = int(_number("--fault-delay", one.get("--fault-delay", "0"), int))
+    if fault_delay < 0:
+        raise UsageError("--fault-delay must not be negative")
+    seed = int(_number("--seed", one["--seed"], int)) if "--seed" in one else None
+
+    audit = one.get("--audit-tools", "on").lower()
+    if audit not in ("on", "off"):
+        raise UsageError(f"--audit-tools must be on or off, got {one['--audit-tools']!r}")
+    timeout = _number("--upstream-timeout", one.get("--upstream-timeout", "60"), float)
+    if timeout <= 0:
+        raise UsageError("--upstream-timeout must be above 0 seconds")
+    max_bytes = int(
+        _number(
+            "--max-message-bytes",
+            one.get("--max-message-bytes", str(DEFAULT_MAX_MESSAGE_BYTES)),
+            int,
+        )
+    )
+    if max_bytes < 1024:
+        raise UsageError("--max-message-bytes must be at least 1024")
+
+    classifier = ClassifierConfig(
+        write_globs=_list("--write-tools", one["--write-tools"]) if "--write-tools" in one else None,
+        read_globs=_list("--read-tools", one["--read-tools"]) if "--read-tools" in one else (),
+        key_fields=(
+            _list("--key-fields", one["--key-fields"]) if "--key-fields" in one else DEFAULT_KEY_FIELDS
+        ),
+    )
+    plan = PlanConfig(
+        scenario=scenario,
+        chaos_error_rate=error_rate,
+        seed=seed,
+        retry_after_s=retry_after,
+        fault_delay_ms=fault_delay,
+    )
+    return Parsed(
+        config=ProxyConfig(
+            upstream_command=one["--upstream-command"],
+            upstream_args=tuple(args),
+            upstream_cwd=one.get("--upstream-cwd"),
+            upstream_env=env,
+            plan=plan,
+            classifier=classifier,
+            audit_tools=audit == "on",
+            report_file=one.get("--report-file"),
+            event_log=one.get("--event-log"),
+            upstream_timeout_s=timeout,
+            max_message_bytes=max_bytes,
+        )
+    )
+
+
+def help_text() -> str:
+    """`agent-harness proxy --help`: every flag."""
+    lines = [
+        "Usage: agent-harness proxy --upstream-command CMD [FLAGS]",
+        "",
+        "A chaos proxy between an MCP client (your agent) and a real MCP server over stdio. It",
+        "injects faults on the agent's write calls and judges from what was really executed",
+        "whether the agent executed a write twice. Only against test or staging backends: F1",
+        "and F4 really execute writes.",
+        "",
+        "Flags (as --flag value or --flag=value):",
+    ]
+    for flag in FLAGS:
+        lines.append(f"  {flag.name} {flag.metavar}")
+        lines.append(f"      {flag.help}")
+    lines += [
+        "  --version",
+        "      Print the version and exit.",
+        "  --help",
+        "      Show this help and exit.",
+        "",
+        "Exit codes: 0 normal end (read the verdict from --report-file), 1 bad arguments, an",
+        "upstream that did not start, or a report file that could not be written.",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,143 @@
+"""`agent-harness proxy`: stdio in front of a real upstream process (X1, X2, X5, X6, X8)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from typing import TextIO
+
+from harness import __version__
+from harness.errors import ConfigError, ReportFileError, UpstreamError, UsageError
+from harness.events import _Event, to_json
+from harness.proxy.args import ProxyConfig, help_text, parse
+from harness.proxy.router import Proxy
+from harness.reportfile import ReportFile
+from harness.session import Session
+from harness.transport import UpstreamProcess, stdio_lines
+
+
+def log(message: str) -> None:
+    """One line on stderr, prefixed so it stands out among the upstream's own output."""
+    with contextlib.suppress(OSError):
+        print(f"[agent-harness] {message}", file=sys.stderr, flush=True)
+
+
+class _EventLogFile:
+    """Appends every event as a JSON line, flushed at once (a killed proxy loses nothing)."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            self.handle: TextIO = open(path, "a", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            raise ReportFileError(f"{path}: cannot open event log: {exc.strerror or exc}") from exc
+
+    def __call__(self, event: _Event) -> None:
+        self.handle.write(to_json(event) + "\n")
+        self.handle.flush()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.handle.close()
+
+
+def main(argv: list[str]) -> int:
+    """Run the proxy; the exit code says whether the run itself was sound (X8)."""
+    try:
+        parsed = parse(argv)
+    except UsageError as exc:
+        print(f"agent-harness proxy: error: {exc}", file=sys.stderr)
+        return 1
+    if parsed.help:
+        print(help_text())
+        return 0
+    if parsed.version:
+        print(f"agent-harness {__version__}")
+        return 0
+    assert parsed.config is not None
+    try:
+        return asyncio.run(serve(parsed.config))
+    finally:
+        _silence_stdout()
+
+
+async def serve(config: ProxyConfig) -> int:
+    """Start the upstream, proxy stdio until the session ends, shut everything down."""
+    report: ReportFile | None = None
+    event_log: _EventLogFile | None = None
+    try:
+        if config.report_file is not None:
+            report = ReportFile(config.report_file)
+            report.write_starting()
+        if config.event_log is not None:
+            event_log = _EventLogFile(config.event_log)
+    except ReportFileError as exc:
+        log(f"ERROR: {exc}")
+        return 1
+    session = Session(
+        config.classifier, config.plan, kind="proxy", sinks=[event_log] if event_log else []
+    )
+    try:
+        upstream = await UpstreamProcess.start(
+            config.upstream_command,
+            config.upstream_args,
+            cwd=config.upstream_cwd,
+            env=config.upstream_env,
+            max_bytes=config.max_message_bytes,
+        )
+    except UpstreamError as exc:
+        return _startup_failed(report, str(exc), event_log)
+    client_in, client_out = await stdio_lines(config.max_message_bytes)
+    proxy = Proxy(
+        config,
+        session,
+        client_in,
+        client_out,
+        upstream.reader,
+        upstream.writer,
+        write_report=report.write_text if report else None,
+        log=log,
+        describe_upstream_exit=upstream.describe_exit,
+    )
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, proxy.stop, f"received {signal.Signals(sig).name}")
+    code = 0
+    try:
+        await proxy.run()
+    except ReportFileError as exc:
+        log(f"ERROR: {exc}; stopping. Do not trust the verdict in the report file.")
+        code = 1
+    except (UpstreamError, ConfigError) as exc:
+        code = _startup_failed(report, str(exc), None)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.remove_signal_handler(sig)
+        await upstream.close()
+        await client_out.close()
+        if event_log is not None:
+            event_log.close()
+        if report is not None:
+            report.release()
+    return code
+
+
+def _startup_failed(report: ReportFile | None, message: str, event_log: _EventLogFile | None) -> int:
+    log(f"ERROR: {message}")
+    if report is not None:
+        with contextlib.suppress(ReportFileError):
+            report.write_startup_error(message)
+        report.release()
+    if event_log is not None:
+        event_log.close()
+    return 1
+
+
+def _silence_stdout() -> None:
+    # A client that left leaves a broken pipe on fd 1; keep Python's exit from complaining.
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)

@@ -1,0 +1,135 @@
+"""The report file (O2-O5): always complete JSON, replaced atomically, one writer at a time.
+
+Each write goes to `<file>.<pid>.<random>.tmp`, created exclusively in the same folder, and is
+renamed over the target, so a reader (or a crash at any moment) sees either the previous
+complete report or the new one. A symlink target is resolved once and written through. A second
+proxy on the same file is refused by an advisory lock on `<file>.lock`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from harness import CERTIFICATION, __version__, jsonutil
+from harness.errors import ReportFileError
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+class ReportFile:
+    """A validated, locked report-file target."""
+
+    def __init__(self, path: str) -> None:
+        self.requested = path
+        self.target = self._validate(path)
+        self._lock_fd = self._lock()
+
+    @staticmethod
+    def _validate(path: str) -> Path:
+        if not path:
+            raise ReportFileError("--report-file needs a path")
+        real = Path(os.path.realpath(path))
+        if real == Path("/proc") or Path("/proc") in real.parents:
+            raise ReportFileError(f"{path}: refusing to write a report under /proc")
+        try:
+            st = os.stat(real)
+        except FileNotFoundError:
+            st = None
+        except OSError as exc:
+            raise ReportFileError(f"{path}: cannot use as report file: {_reason(exc)}") from exc
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise ReportFileError(f"{path}: report file target is {kind}; give a file path")
+        if not real.parent.is_dir():
+            raise ReportFileError(f"{path}: folder {real.parent} does not exist")
+        return real
+
+    def _lock(self) -> int:
+        lock_path = f"{self.target}.lock"
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise ReportFileError(f"{lock_path}: cannot create lock file: {_reason(exc)}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ReportFileError(
+                f"{self.requested}: another agent-harness proxy is writing this report file "
+                f"(lock {lock_path} is held); use a different --report-file"
+            ) from None
+        return fd
+
+    def release(self) -> None:
+        """Drop the advisory lock (the lock file stays: removing it would race a waiter)."""
+        if self._lock_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    def write_text(self, text: str) -> None:
+        """Replace the report atomically; ReportFileError if that is impossible (O4)."""
+        data = text.encode("utf-8")
+        tmp = f"{self.target}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise ReportFileError(f"{self.requested}: cannot write report: {_reason(exc)}") from exc
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+            finally:
+                os.close(fd)
+            self._check_still_regular()
+            os.replace(tmp, self.target)
+        except (OSError, ReportFileError) as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            if isinstance(exc, ReportFileError):
+                raise
+            raise ReportFileError(f"{self.requested}: cannot write report: {_reason(exc)}") from exc
+
+    def _check_still_regular(self) -> None:
+        try:
+            st = os.lstat(self.target)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISREG(st.st_mode):
+            raise ReportFileError(f"{self.requested}: the report file is no longer a regular file")
+
+    def write_starting(self) -> None:
+        """O2: until the first report, NOT_TESTED with status starting."""
+        self.write_text(
+            jsonutil.dumps(
+                {
+                    "verdict": "NOT_TESTED",
+                    "status": "starting",
+                    "certification": CERTIFICATION,
+                    "harnessVersion": __version__,
+                }
+            )
+        )
+
+    def write_startup_error(self, message: str) -> None:
+        """O2: a failed start leaves NOT_TESTED with the reason."""
+        self.write_text(
+            jsonutil.dumps(
+                {
+                    "verdict": "NOT_TESTED",
+                    "status": "failed",
+                    "startupError": message,
+                    "certification": CERTIFICATION,
+                    "harnessVersion": __version__,
+                }
+            )
+        )

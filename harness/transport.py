@@ -1,0 +1,277 @@
+"""Newline-delimited JSON-RPC streams: stdio, in memory, and the upstream process.
+
+The proxy only ever sees a `LineReader` and a `LineWriter` per side, so the same proxy core runs
+over stdio in real use and over memory pipes in tests and in the runner (DESIGN: the stream pair
+is the seam). `mcp_streams()` adapts a line pair to the MCP SDK's message streams, so an SDK
+client or server can sit at either end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from harness.errors import UpstreamError
+
+DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024
+
+
+class MessageTooLarge(Exception):
+    """A line longer than the message size limit (X7)."""
+
+
+class StreamClosed(Exception):
+    """The other side is gone (EOF on write, broken pipe)."""
+
+
+class LineReader(Protocol):
+    async def read_line(self) -> bytes | None:
+        """The next line without its newline; None at EOF; MessageTooLarge past the limit."""
+
+
+class LineWriter(Protocol):
+    async def write_line(self, line: bytes) -> None:
+        """Write one line (a newline is added); StreamClosed when the reader is gone."""
+
+    async def close(self) -> None:
+        """No more lines: the reader sees EOF."""
+
+
+class StreamLineReader:
+    """Lines from an asyncio StreamReader, with the size limit enforced."""
+
+    def __init__(self, reader: asyncio.StreamReader, max_bytes: int) -> None:
+        self._reader = reader
+        self._max = max_bytes
+
+    async def read_line(self) -> bytes | None:
+        try:
+            line = await self._reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:
+            line = exc.partial
+            if not line:
+                return None
+        except asyncio.LimitOverrunError as exc:
+            raise MessageTooLarge(f"a message is larger than {self._max} bytes") from exc
+        except (ConnectionError, OSError):
+            return None
+        if len(line) > self._max + 1:
+            raise MessageTooLarge(f"a message is larger than {self._max} bytes")
+        return line.rstrip(b"\r\n")
+
+
+class StreamLineWriter:
+    """Lines to an asyncio StreamWriter; writes are serialised so lines never interleave."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._lock = asyncio.Lock()
+
+    async def write_line(self, line: bytes) -> None:
+        async with self._lock:
+            try:
+                self._writer.write(line + b"\n")
+                await self._writer.drain()
+            except (ConnectionError, OSError, RuntimeError) as exc:
+                raise StreamClosed(str(exc)) from exc
+
+    async def close(self) -> None:
+        with contextlib.suppress(ConnectionError, OSError, RuntimeError):
+            self._writer.close()
+
+
+@dataclass
+class MemoryPipe:
+    """One direction of an in-memory line stream (reader and writer in one object)."""
+
+    max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    _queue: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)
+    _closed: bool = False
+
+    async def write_line(self, line: bytes) -> None:
+        if self._closed:
+            raise StreamClosed("memory pipe closed")
+        await self._queue.put(line)
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._queue.put(None)
+
+    async def read_line(self) -> bytes | None:
+        line = await self._queue.get()
+        if line is None:
+            self._queue.put_nowait(None)  # later reads see EOF too
+            return None
+        if len(line) > self.max_bytes:
+            raise MessageTooLarge(f"a message is larger than {self.max_bytes} bytes")
+        return line
+
+
+async def stdio_lines(max_bytes: int) -> tuple[LineReader, LineWriter]:
+    """The process's own stdin and stdout as line streams."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=max_bytes + 1, loop=loop)
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(0, "rb", buffering=0)
+    )
+    transport, protocol = await loop.connect_write_pipe(
+        lambda: asyncio.streams.FlowControlMixin(loop=loop), os.fdopen(1, "wb", buffering=0)
+    )
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return StreamLineReader(reader, max_bytes), StreamLineWriter(writer)
+
+
+@contextlib.asynccontextmanager
+async def mcp_streams(reader: LineReader, writer: LineWriter) -> AsyncIterator[tuple[object, object]]:
+    """Adapt a line pair to the MCP SDK's (read_stream, write_stream) of SessionMessages."""
+    import anyio
+    import mcp_types as types
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared.message import SessionMessage
+
+    read_send, read_recv = create_context_streams[SessionMessage | Exception](0)
+    write_send, write_recv = create_context_streams[SessionMessage](0)
+
+    async def pump_in() -> None:
+        async with read_send:
+            while (line := await reader.read_line()) is not None:
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except ValueError as exc:
+                    await read_send.send(exc)
+                    continue
+                await read_send.send(SessionMessage(message))
+
+    async def pump_out() -> None:
+        async with write_recv:
+            async for item in write_recv:
+                text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                try:
+                    await writer.write_line(text.encode())
+                except StreamClosed:
+                    return
+        await writer.close()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump_in)
+        tg.start_soon(pump_out)
+        try:
+            yield read_recv, write_send
+        finally:
+            await write_send.aclose()
+            tg.cancel_scope.cancel()
+
+
+class UpstreamProcess:
+    """The upstream MCP server as a child process in its own process group (X2, X5, X6)."""
+
+    STDERR_TAIL_LINES = 20
+
+    def __init__(self, proc: asyncio.subprocess.Process, max_bytes: int) -> None:
+        self.proc = proc
+        assert proc.stdout is not None and proc.stdin is not None
+        self.reader: LineReader = StreamLineReader(proc.stdout, max_bytes)
+        self.writer: LineWriter = StreamLineWriter(proc.stdin)
+        self.stderr_tail: deque[str] = deque(maxlen=self.STDERR_TAIL_LINES)
+        self._stderr_task = asyncio.ensure_future(self._pump_stderr())
+
+    @classmethod
+    async def start(
+        cls,
+        command: str,
+        args: Sequence[str],
+        *,
+        cwd: str | None,
+        env: Mapping[str, str],
+        max_bytes: int,
+    ) -> UpstreamProcess:
+        """Start the upstream; the whole proxy environment is inherited plus `env`."""
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                command,
+                *args,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=cwd,
+                env={**os.environ, **env},
+                start_new_session=True,  # its own process group: wrappers' children die with it
+                limit=max_bytes + 1,
+            )
+        except OSError as exc:
+            raise UpstreamError(f"cannot start upstream {command!r}: {exc.strerror or exc}") from exc
+        return cls(proc, max_bytes)
+
+    async def _pump_stderr(self) -> None:
+        stream = self.proc.stderr
+        assert stream is not None
+        while True:
+            try:
+                line = await stream.readline()
+            except (ValueError, OSError):
+                continue
+            if not line:
+                return
+            text = line.decode("utf-8", "replace").rstrip("\n")
+            self.stderr_tail.append(text)
+            with contextlib.suppress(OSError):
+                sys.stderr.write(text + "\n")
+                sys.stderr.flush()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    async def wait_exit(self, timeout: float) -> bool:
+        """True when the process has exited within `timeout` seconds."""
+        try:
+            await asyncio.wait_for(self.proc.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def describe_exit(self) -> str:
+        """How it ended, with the tail of its stderr (X5)."""
+        code = self.proc.returncode
+        how = "is still running" if code is None else (
+            f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        )
+        tail = " | ".join(line for line in self.stderr_tail if line.strip())
+        return f"the upstream {how}" + (f"; its last stderr lines: {tail}" if tail else "")
+
+    def _group_alive(self) -> bool:
+        try:
+            os.killpg(self.proc.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def _signal_group(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
+
+    async def close(self, grace: float = 1.0) -> None:
+        """X6: close its stdin, wait briefly, then SIGTERM and SIGKILL its whole group."""
+        await self.writer.close()
+        if not await self.wait_exit(grace):
+            self._signal_group(signal.SIGTERM)
+            if not await self.wait_exit(grace):
+                self._signal_group(signal.SIGKILL)
+                await self.wait_exit(grace)
+        # The leader may be gone while children of a wrapper (sh -c, npx) still hold the group.
+        if self._group_alive():
+            self._signal_group(signal.SIGTERM)
+            deadline = asyncio.get_running_loop().time() + grace
+            while self._group_alive() and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.02)  # polling processes that are not our children
+            self._signal_group(signal.SIGKILL)
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(self._stderr_task, grace)
