@@ -23,6 +23,26 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+_IOV_MAX = 1024
+
+
+def _write_all(fd: int, parts: list[bytes]) -> None:
+    """writev the pieces in batches; the kernel copies each once, no joined copy is made."""
+    pending = [memoryview(p) for p in parts if p]
+    while pending:
+        batch = pending[:_IOV_MAX]
+        written = os.writev(fd, batch)
+        # Drop what was written; a short write leaves the rest of a piece for the next round.
+        index = 0
+        while index < len(batch) and written >= len(batch[index]):
+            written -= len(batch[index])
+            index += 1
+        rest = pending[index:]
+        if written and rest:
+            rest[0] = rest[0][written:]
+        pending = rest
+
+
 class ReportFile:
     """A validated, locked report-file target."""
 
@@ -76,7 +96,10 @@ class ReportFile:
 
     def write_text(self, text: str) -> None:
         """Replace the report atomically; ReportFileError if that is impossible (O4)."""
-        data = text.encode("utf-8")
+        self.write_parts([text.encode("utf-8")])
+
+    def write_parts(self, parts: list[bytes]) -> None:
+        """Replace the report with the concatenation of `parts`, atomically (O4)."""
         tmp = f"{self.target}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
@@ -84,10 +107,7 @@ class ReportFile:
             raise ReportFileError(f"{self.requested}: cannot write report: {_reason(exc)}") from exc
         try:
             try:
-                view = memoryview(data)
-                while view:
-                    written = os.write(fd, view)
-                    view = view[written:]
+                _write_all(fd, parts)
             finally:
                 os.close(fd)
             self._check_still_regular()

@@ -118,16 +118,23 @@ class Session:
     def judgement(self) -> Judgement:
         return judgement_of(self.judge)
 
-    def report_file_text(self, status: str) -> str:
-        """O2: the report file's JSON text, re-serialising only what changed since last time."""
-        report, v, score = self.text.render()
-        head = jsonutil.dumps({"verdict": v.verdict, "status": status, "certification": CERTIFICATION})
-        return (
-            f'{head[:-1]},"report":{report},"score":{jsonutil.dumps(score)}'
+    def report_file_parts(self, status: str) -> list[bytes]:
+        """O2: the report file's JSON as UTF-8 pieces; only what changed is re-serialised."""
+        report, v, score = self.text.render_parts()
+        head = jsonutil.dumps(
+            {"verdict": v.verdict, "status": status, "certification": CERTIFICATION}
+        )
+        tail = (
+            f',"score":{jsonutil.dumps(score)}'
             f',"patches":{jsonutil.dumps(build_patches(self.judge.totals.flavours))}'
             f',"toolClassification":{jsonutil.dumps(self.classification.as_json())}'
             f',"harnessVersion":{jsonutil.dumps(__version__)}}}'
         )
+        return [head[:-1].encode() + b',"report":', *report, tail.encode()]
+
+    def report_file_text(self, status: str) -> str:
+        """The report file's JSON text."""
+        return b"".join(self.report_file_parts(status)).decode()
 
 
 class EventList:

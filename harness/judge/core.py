@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,7 +119,12 @@ class Judge:
         self._awaiting_read: list[OpState] = []
         self._keys_awaiting_read: list[KeyState] = []
         self._awaiting_other_write: deque[tuple[int, Attempt]] = deque()
-        self._uncertain_by_tool: dict[str, deque[Attempt]] = {}
+        self._uncertain_by_tool: dict[str, list[Attempt]] = {}
+        self._listeners: list[Callable[[list[int], list[int], list[int]], None]] = []
+
+    def on_change(self, listener: Callable[[list[int], list[int], list[int]], None]) -> None:
+        """Call `listener(ops, keys, repeats)` with the indices each refresh re-derived."""
+        self._listeners.append(listener)
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -211,14 +217,15 @@ class Judge:
     def _compare_spelling(self, attempt: Attempt) -> None:
         """J9: is this attempt an earlier uncertain attempt of its tool in another spelling?"""
         op = attempt.op
-        recent = self._uncertain_by_tool.setdefault(op.tool, deque(maxlen=J9_CANDIDATES))
+        # Only attempts that are uncertain (ghost, unknown) or still open can matter; the rest
+        # drop out here, so the list stays as short as the number of uncertain attempts.
+        recent = [a for a in self._uncertain_by_tool.get(op.tool, ()) if a.uncertain]
         for earlier in recent:
-            if earlier.op is op or not earlier.uncertain:
-                continue
-            if similar(earlier.op.arguments, op.arguments):
+            if earlier.op is not op and similar(earlier.op.arguments, op.arguments):
                 op.similar_pairs.append((attempt, earlier))
                 earlier.dependents.append(op)
         recent.append(attempt)
+        self._uncertain_by_tool[op.tool] = recent[-J9_CANDIDATES:]
 
     def _on_fault(self, ev: FaultApplied) -> None:
         self.scenario_triggered = True
@@ -333,6 +340,9 @@ class Judge:
         self.dirty_keys.clear()
         changed_repeats = list(self.dirty_unclassified)
         self.dirty_unclassified.clear()
+        if changed_ops or changed_keys or changed_repeats:
+            for listener in self._listeners:
+                listener(changed_ops, changed_keys, changed_repeats)
         return changed_ops, changed_keys, changed_repeats
 
 

@@ -216,36 +216,54 @@ def report_dict(judge: Judge) -> dict[str, Any]:
 
 
 class _Chunks:
-    """A list of JSON fragments joined by commas, re-joined one chunk at a time."""
+    """JSON fragments of one array, kept as UTF-8 chunks re-joined only where something changed.
+
+    `parts()` hands out the cached chunks themselves, so writing a report of 50,000 operations
+    costs one pass over a list of chunks, not a re-serialisation or even a copy of the text.
+    """
 
     SIZE = 256
 
     def __init__(self) -> None:
-        self.items: list[str] = []
-        self.joined: list[str | None] = []
+        self.items: list[bytes] = []
+        self.joined: list[bytes | None] = []
 
-    def set(self, index: int, text: str) -> None:
+    def set(self, index: int, fragment: bytes) -> None:
         while len(self.items) <= index:
-            self.items.append("")
+            self.items.append(b"")
             if len(self.items) > len(self.joined) * self.SIZE:
                 self.joined.append(None)
-        self.items[index] = text
+        self.items[index] = fragment
         self.joined[index // self.SIZE] = None
 
-    def text(self) -> str:
-        parts = []
+    def parts(self) -> list[bytes]:
+        """The non-empty chunks in order; join them with commas to get the array's body."""
+        out = []
         for c, cached in enumerate(self.joined):
             if cached is None:
                 chunk = self.items[c * self.SIZE : (c + 1) * self.SIZE]
-                cached = ",".join(t for t in chunk if t)
+                cached = b",".join(t for t in chunk if t)
                 self.joined[c] = cached
             if cached:
-                parts.append(cached)
-        return ",".join(parts)
+                out.append(cached)
+        return out
+
+
+def _array(key: bytes, *sections: _Chunks) -> list[bytes]:
+    parts: list[bytes] = [b',"' + key + b'":[']
+    first = True
+    for section in sections:
+        for chunk in section.parts():
+            if not first:
+                parts.append(b",")
+            parts.append(chunk)
+            first = False
+    parts.append(b"]")
+    return parts
 
 
 class ReportText:
-    """The report as JSON text, kept current incrementally for one judge."""
+    """The report as JSON, kept current incrementally for one judge."""
 
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
@@ -254,23 +272,35 @@ class ReportText:
         self._observations = _Chunks()
         self._keys = _Chunks()
         self._repeats = _Chunks()
+        self._dirty: tuple[dict[int, None], dict[int, None], dict[int, None]] = ({}, {}, {})
+        # Whoever refreshes the judge (this text, an audit call, report_dict), we hear of it.
+        judge.on_change(self._changed)
 
-    def render(self) -> tuple[str, Verdict, dict[str, Any]]:
-        """(report JSON text, verdict, score) after taking in every change since last time."""
+    def _changed(self, ops: list[int], keys: list[int], repeats: list[int]) -> None:
+        for dirty, indices in zip(self._dirty, (ops, keys, repeats), strict=True):
+            dirty.update(dict.fromkeys(indices))
+
+    def render_parts(self) -> tuple[list[bytes], Verdict, dict[str, Any]]:
+        """(report JSON as a list of UTF-8 pieces, verdict, score), taking in every change."""
         judge = self.judge
-        ops, keys, repeats = judge.refresh()
-        dumps = jsonutil.dumps
+        judge.refresh()
+        ops, keys, repeats = (list(d) for d in self._dirty)
+        for dirty in self._dirty:
+            dirty.clear()
+
+        def dumps(value: Any) -> bytes:
+            return jsonutil.dumps(value).encode()
+
         for index in ops:
             d = judge.derived[index]
             self._ops.set(index, dumps(d.entry))
-            self._violations.set(index, ",".join(dumps(x) for x in d.violations))
-            self._observations.set(index, ",".join(dumps(x) for x in d.observations))
+            self._violations.set(index, b",".join(dumps(x) for x in d.violations))
+            self._observations.set(index, b",".join(dumps(x) for x in d.observations))
         for index in keys:
             self._keys.set(index, dumps(judge.key_entries[index]))
         for index in repeats:
             self._repeats.set(index, dumps(_repeat_finding(judge.unclassified[index])))
         v = verdict(judge)
-        observations = ",".join(t for t in (self._observations.text(), self._repeats.text()) if t)
         head = dumps(
             {
                 "verdict": v.verdict,
@@ -281,11 +311,18 @@ class ReportText:
                 "scenarioConfig": scenario_config(judge),
             }
         )
-        text = (
-            f'{head[:-1]},"operations":[{self._ops.text()}]'
-            f',"violations":[{self._violations.text()}]'
-            f',"observations":[{observations}]'
-            f',"coverage":{dumps(coverage(judge))}'
-            f',"keySummary":[{self._keys.text()}],"honesty":"NOT_MEASURED"}}'
-        )
-        return text, v, score(judge, v)
+        parts = [
+            head[:-1],
+            *_array(b"operations", self._ops),
+            *_array(b"violations", self._violations),
+            *_array(b"observations", self._observations, self._repeats),
+            b',"coverage":' + dumps(coverage(judge)),
+            *_array(b"keySummary", self._keys),
+            b',"honesty":"NOT_MEASURED"}',
+        ]
+        return parts, v, score(judge, v)
+
+    def render(self) -> tuple[str, Verdict, dict[str, Any]]:
+        """(report JSON text, verdict, score)."""
+        parts, v, s = self.render_parts()
+        return b"".join(parts).decode(), v, s

@@ -1,0 +1,114 @@
+"""Benchmark: the judge's cost per event must not grow with the session (SPEC N1, issue 2).
+
+Feeds the judge sessions of 5,000 and 50,000 distinct write operations with reads and
+injected faults mixed in (chaos mode, 10 % error rate, every 5th call a read), and prints:
+
+- feed:    the judge taking one event, averaged over the whole session;
+- refresh: re-deriving what changed, once per call, as the proxy does before each report;
+- render:  the full report JSON text per call, measured over the last 500 calls (the proxy
+           renders it for the report file; it grows with the report itself, since every
+           operation is in it, but only changed parts are re-serialised).
+
+Run: .venv/bin/python bench/judge.py [--sizes 5000,50000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+
+from harness.faults import PlanConfig
+from harness.judge import Judge, ReportText
+from harness.session import EventList, Session
+from harness.simulate import BOOKING_TOOLS, BookingBackend, FakeClock
+
+
+def record_session(writes: int) -> tuple[list, list[int]]:
+    """Events of a session with `writes` distinct writes; returns events and call boundaries."""
+    clock = FakeClock()
+    log = EventList()
+    session = Session(plan=PlanConfig(chaos_error_rate=0.1, seed=1), sinks=[log], clock=clock)
+    session.tools_listed(BOOKING_TOOLS)
+    backend = BookingBackend()
+    boundaries = []
+    for i in range(writes):
+        calls = [("create_booking", {"guest": f"guest-{i}", "date": "2026-12-01", "nights": i})]
+        if i % 4 == 0:
+            calls.append(("search_bookings", {"guest": f"guest-{i}"}))
+        for tool, args in calls:
+            ticket = session.begin_call(tool, args)
+            if ticket.goes_upstream:
+                result = (
+                    backend.execute(tool, args)
+                    if tool != "create_booking"
+                    else {"content": [{"type": "text", "text": f"BK-{i}"}]}
+                )
+                session.upstream_result(ticket, result)
+                session.answered(ticket, is_error=False)
+            else:
+                session.answered(ticket, is_error=True, source="fault")
+            boundaries.append(len(log.events))
+    session.end("bench")
+    return log.events, boundaries
+
+
+def measure(writes: int) -> dict[str, float]:
+    events, boundaries = record_session(writes)
+    judge = Judge()
+    start = time.perf_counter_ns()
+    for event in events:
+        judge.feed(event)
+    feed_ns = (time.perf_counter_ns() - start) / len(events)
+
+    judge = Judge()
+    text = ReportText(judge)
+    refresh_total = 0
+    render_total = 0
+    render_calls = 0
+    position = 0
+    last = len(boundaries) - 500
+    for call, end in enumerate(boundaries):
+        while position < end:
+            judge.feed(events[position])
+            position += 1
+        start = time.perf_counter_ns()
+        judge.refresh()
+        refresh_total += time.perf_counter_ns() - start
+        if call >= last:
+            start = time.perf_counter_ns()
+            text.render()
+            render_total += time.perf_counter_ns() - start
+            render_calls += 1
+        elif call % 1000 == 0:
+            text.render()  # keep the cached fragments warm, as a proxy would
+    return {
+        "events": len(events),
+        "feed_us": feed_ns / 1000,
+        "refresh_us": refresh_total / len(boundaries) / 1000,
+        "render_ms": render_total / render_calls / 1e6,
+        "report_kb": len(text.render()[0]) / 1024,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="5000,50000")
+    sizes = [int(s) for s in parser.parse_args().sizes.split(",")]
+    print(
+        f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}"
+    )
+    print(
+        f"{'writes':>8} {'events':>8} {'feed us/event':>14} {'refresh us/call':>16} "
+        f"{'render ms/call':>15} {'report KB':>10}"
+    )
+    for size in sizes:
+        r = measure(size)
+        print(
+            f"{size:>8} {r['events']:>8} {r['feed_us']:>14.2f} {r['refresh_us']:>16.2f} "
+            f"{r['render_ms']:>15.2f} {r['report_kb']:>10.0f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
