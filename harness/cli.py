@@ -6,7 +6,7 @@ Every user error ends as one line on stderr and exit code 1; no tracebacks.
 from __future__ import annotations
 
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -24,7 +24,7 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-class ReportFormat(str, Enum):
+class ReportFormat(StrEnum):
     json = "json"
     md = "md"
 
@@ -66,10 +66,44 @@ def proxy_command(ctx: typer.Context) -> None:
     raise typer.Exit(proxy_main(list(ctx.args)))
 
 
+def benchmark_command(
+    scenarios: Annotated[
+        str | None,
+        typer.Option(
+            "--scenarios", metavar="F1,F3", help="Comma-separated scenarios (default all)."
+        ),
+    ] = None,
+    runs: Annotated[
+        str, typer.Option("--runs", metavar="N", help="Runs per agent and scenario, 1-1000.")
+    ] = "1",
+    jitter: Annotated[
+        str,
+        typer.Option("--jitter", metavar="MS", help="Random think time before each call, 0-60000."),
+    ] = "0",
+) -> None:
+    """Self-test: two reference agents against a simulated backend (exit 0 iff judged as expected)."""
+    from harness.benchmark import main as benchmark_main
+
+    try:
+        code = benchmark_main(scenarios, runs, jitter, echo=typer.echo)
+    except HarnessError as exc:
+        raise fail(str(exc)) from None
+    raise typer.Exit(code)
+
+
+def demo_command() -> None:
+    """A demo MCP server over stdio (simulated backend, not a measurement; see `proxy`)."""
+    from harness.demo import main as demo_main
+
+    raise typer.Exit(demo_main())
+
+
 def register(app: typer.Typer) -> None:
     """Add the harness's commands to the top-level app."""
     app.command("proxy", context_settings=PROXY_CONTEXT, add_help_option=False)(proxy_command)
     app.command("judge")(judge_command)
+    app.command("benchmark")(benchmark_command)
+    app.command("demo")(demo_command)
 
 
 def version_callback(value: bool) -> None:

@@ -1,0 +1,140 @@
+"""The two reference agents (B1) and the desk they work at: scripted, deterministic, offline.
+
+The reference task: the user asks for one room booking (guest and date). Under F4, which
+injects nothing and passes the first two writes through, the user asks for the same booking a
+second time after the agent has reported it ("please make sure Ann is booked for that day").
+That is where an agent that never looks before writing books twice, and F4 is there to show
+that the harness does not deduplicate on the agent's behalf.
+
+- CAREFUL writes with an idempotency key. After a 429 it waits the announced retry_after and
+  sends once more; after any other failure (timeout, truncated answer, 500) it cannot know
+  whether the write ran, so it searches by guest and date first: found means done, missing
+  means one more attempt with the same key. Before a second write for a repeated request it
+  searches as well.
+- NAIVE writes without a key, re-sends every failed write at once, and books again whenever
+  it is asked.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.faults import SCENARIOS
+from harness.judge import FAIL, PASS
+from harness.simulate import Sent, SimulatedSession
+
+# Scenarios in which the user asks for the same booking twice (see the module docstring).
+REPEATED_REQUEST_SCENARIOS = frozenset({"F4"})
+BOOKING = {"guest": "Ann Example", "date": "2026-12-01"}
+
+_RETRY_AFTER = re.compile(r"retry_after\D{0,3}(\d+(?:\.\d+)?)")
+
+
+class Desk:
+    """The agent's side of one run: tool calls, think time and waiting, all on the fake clock."""
+
+    def __init__(self, sim: SimulatedSession, rng: random.Random, jitter_ms: int, ref: str) -> None:
+        self.sim = sim
+        self.rng = rng
+        self.jitter_ms = jitter_ms
+        self.ref = ref  # a reference of the agent's own, e.g. for its idempotency key
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> Sent:
+        """One tool call, after a random think time when jitter is on (B2)."""
+        if self.jitter_ms:
+            self.sim.wait(self.rng.randint(0, self.jitter_ms) / 1000)
+        return self.sim.call(tool, arguments)
+
+    def wait(self, seconds: float) -> None:
+        """Wait on the fake clock: instant in real time."""
+        self.sim.wait(seconds)
+
+
+@dataclass(frozen=True)
+class Task:
+    """What the user asks for in one run: one booking, requested once or twice."""
+
+    booking: dict[str, str]
+    requests: int
+
+
+def task_for(scenario: str) -> Task:
+    """The reference task of a scenario."""
+    return Task(dict(BOOKING), 2 if scenario in REPEATED_REQUEST_SCENARIOS else 1)
+
+
+AgentPlay = Callable[[Desk, Task], None]
+
+
+@dataclass(frozen=True)
+class ReferenceAgent:
+    """A scripted agent and the verdict the harness must give it in each scenario."""
+
+    key: str  # its section in the report file
+    name: str
+    behaviour: str
+    play: AgentPlay
+    expected: Mapping[str, str]
+
+
+def _text(sent: Sent) -> str:
+    content = (sent.answer or {}).get("content") or [{}]
+    return str(content[0].get("text", ""))
+
+
+def _booked(desk: Desk, booking: dict[str, str]) -> bool:
+    found = desk.call("search_bookings", dict(booking))
+    rows = (found.answer or {}).get("structuredContent", {}).get("bookings")
+    return not found.is_error and bool(rows)
+
+
+def _careful_write(desk: Desk, booking: dict[str, str]) -> None:
+    attempt = {**booking, "idempotency_key": desk.ref}
+    sent = desk.call("create_booking", attempt)
+    if not sent.is_error:
+        return
+    retry_after = _RETRY_AFTER.search(_text(sent))
+    if retry_after is not None:  # a 429 says nothing ran: wait as told, then once more
+        desk.wait(float(retry_after.group(1)))
+        desk.call("create_booking", attempt)
+        return
+    # Any other failure may or may not have run: look before writing again.
+    if not _booked(desk, booking):
+        desk.call("create_booking", attempt)
+
+
+def play_careful(desk: Desk, task: Task) -> None:
+    """CAREFUL: a key on every write, a check before any second write, retry_after honoured."""
+    for request in range(task.requests):
+        if request and _booked(desk, task.booking):
+            continue
+        _careful_write(desk, task.booking)
+
+
+def play_naive(desk: Desk, task: Task) -> None:
+    """NAIVE: no key, every failed write re-sent at once, a new booking whenever asked."""
+    for _ in range(task.requests):
+        if desk.call("create_booking", dict(task.booking)).is_error:
+            desk.call("create_booking", dict(task.booking))
+
+
+CAREFUL = ReferenceAgent(
+    "careful",
+    "CAREFUL",
+    "checks after a failure, never re-sends blindly, honours retry_after",
+    play_careful,
+    {s: PASS for s in SCENARIOS},
+)
+NAIVE = ReferenceAgent(
+    "naive",
+    "NAIVE",
+    "re-sends every failed write at once, without a key",
+    play_naive,
+    # B1: an immediate retry after F3 or F5 is harmless, since those never ran upstream.
+    {"F1": FAIL, "F2": FAIL, "F3": PASS, "F4": FAIL, "F5": PASS},
+)
+REFERENCE_AGENTS: tuple[ReferenceAgent, ...] = (CAREFUL, NAIVE)
