@@ -30,8 +30,12 @@ class ReportFormat(StrEnum):
 
 
 def judge_command(
-    events: Annotated[Path, typer.Argument(help="An event log (JSON lines) recorded by the proxy.")],
-    format: Annotated[ReportFormat, typer.Option("--format", help="json or md.")] = ReportFormat.json,
+    events: Annotated[
+        Path, typer.Argument(help="An event log (JSON lines) recorded by the proxy.")
+    ],
+    format: Annotated[
+        ReportFormat, typer.Option("--format", help="json or md.")
+    ] = ReportFormat.json,
 ) -> None:
     """Judge a recorded event log again and print its report, score and patches."""
     from harness.events import read_jsonl
@@ -114,3 +118,30 @@ def version_callback(value: bool) -> None:
 
 def stderr_line(message: str) -> None:
     print(f"[agent-harness] {message}", file=sys.stderr, flush=True)
+
+
+def harness_app() -> typer.Typer:
+    """A typer app with only the harness's commands (the runner adds its own on top)."""
+    app = typer.Typer(
+        name="agent-harness",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+    @app.callback()
+    def _root(
+        version: Annotated[
+            bool,
+            typer.Option(
+                "--version",
+                callback=version_callback,
+                is_eager=True,
+                help="Print the version and exit.",
+            ),
+        ] = False,
+    ) -> None:
+        """agent-harness: the chaos proxy, its self-test and its demo."""
+
+    register(app)
+    return app

@@ -1,0 +1,37 @@
+"""The experiment spec (SPEC R2): YAML -> a validated, frozen `ExperimentSpec`, checked once.
+
+`load_spec(path)` is the only way in. It parses the YAML, validates it with pydantic (unknown
+keys are errors: a typo must not silently change an experiment), reads the prompt and patch
+files, and checks what a schema cannot see (unique names, distinct conditions, reserved model
+parameters). Every problem becomes one line `FILE:LINE: FIELD: message` in a `SpecError`.
+`runner.matrix.expand(spec)` turns the spec into runs.
+"""
+
+from runner.spec._base import FrozenDict, SpecError, canonical_json, did_you_mean, freeze, thaw
+from runner.spec._environment import ChaosParams, F2Params, Scenario, Upstream
+from runner.spec._experiment import ExperimentSpec, Limits, ProxySettings, RetrySettings
+from runner.spec._load import load_spec
+from runner.spec._models import Conversation, ModelParams, ModelSpec, PatchArm, Prompt
+
+__all__ = [
+    "ChaosParams",
+    "Conversation",
+    "ExperimentSpec",
+    "F2Params",
+    "FrozenDict",
+    "Limits",
+    "ModelParams",
+    "ModelSpec",
+    "PatchArm",
+    "Prompt",
+    "ProxySettings",
+    "RetrySettings",
+    "Scenario",
+    "SpecError",
+    "Upstream",
+    "canonical_json",
+    "did_you_mean",
+    "freeze",
+    "load_spec",
+    "thaw",
+]

@@ -1,0 +1,81 @@
+"""What a schema cannot check: unique names, distinct conditions, parameters, combinations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from runner.spec._base import canonical_json, did_you_mean
+from runner.spec._experiment import ExperimentSpec
+from runner.spec._locate import Loc
+from runner.spec._models import OTHER_KNOWN_PARAMS, RESERVED_PARAMS, ModelParams
+
+Problem = tuple[Loc, str]
+
+
+def _unique(
+    key: str,
+    items: Sequence[Any],
+    what: str,
+    name_of: Callable[[Any], str],
+    name_loc: Callable[[Any], Loc] = lambda item: ("name",),
+) -> Iterator[Problem]:
+    # Equal content under two names would give both the same cell ids: one condition, not two.
+    names: dict[str, int] = {}
+    contents: dict[str, int] = {}
+    for i, item in enumerate(items):
+        name, content = name_of(item), canonical_json(item.identity())
+        if name in names:
+            yield (
+                (key, i, *name_loc(item)),
+                f"duplicate {what} {name!r} (also {key}[{names[name]}])",
+            )
+        elif content in contents:
+            j = contents[content]
+            other = f"{key}[{j}] ({name_of(items[j])!r})"
+            yield (key, i), f"{name!r} is the same condition as {other}: it would share its run ids"
+        names.setdefault(name, i)
+        contents.setdefault(content, i)
+
+
+def _dimensions(spec: ExperimentSpec) -> Iterator[Problem]:
+    def model_loc(model: Any) -> Loc:
+        return ("label",) if model.label else ("name",)
+
+    yield from _unique("models", spec.models, "model", lambda m: m.display_name, model_loc)
+    for key in ("prompts", "patches", "upstreams", "conversations"):
+        yield from _unique(key, getattr(spec, key), "name", lambda x: x.name)
+    yield from _unique("scenarios", spec.scenarios, "scenario", lambda s: s.label, lambda s: ())
+
+
+_KNOWN_PARAMS = [*ModelParams.model_fields, *OTHER_KNOWN_PARAMS]
+
+
+def _params(spec: ExperimentSpec) -> Iterator[Problem]:
+    for i, model in enumerate(spec.models):
+        for key in model.params.model_extra or {}:
+            loc = ("models", i, "params", key)
+            if key in RESERVED_PARAMS:
+                yield loc, f"not allowed in a spec: {RESERVED_PARAMS[key]}"
+            elif key not in OTHER_KNOWN_PARAMS and (hint := did_you_mean(key, _KNOWN_PARAMS, 0.8)):
+                # Unknown names go to the provider unchecked; a near miss is almost surely a typo.
+                yield loc, f"unknown parameter{hint}"
+
+
+def _combinations(spec: ExperimentSpec) -> Iterator[Problem]:
+    kinds = [p.kind for p in spec.patches]
+    if "auto" in kinds and "none" not in kinds:
+        why = "`auto` inserts the patches of this experiment's unpatched runs"
+        yield ("patches", kinds.index("auto")), f"{why}: add the `none` arm"
+    if spec.proxy.in_process == "always":
+        commands = [u.name for u in spec.upstreams if u.builtin is None]
+        if commands:
+            why = "`always` can host only built-in upstreams in process"
+            yield ("proxy", "in_process"), f"{why}; {commands[0]!r} is a command"
+    if spec.retry.max_backoff_s < spec.retry.backoff_s:
+        yield ("retry", "max_backoff_s"), "must not be below `backoff_s`"
+
+
+def check(spec: ExperimentSpec) -> list[Problem]:
+    """Every problem of a spec that validated, as (location, message)."""
+    return [*_dimensions(spec), *_params(spec), *_combinations(spec)]

@@ -1,0 +1,66 @@
+"""The experiment as a whole: its dimensions plus limits, retries and proxy settings."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from runner.spec._base import Frozen, Name, list_field
+from runner.spec._environment import Scenario, Upstream
+from runner.spec._models import Conversation, ModelSpec, PatchArm, Prompt
+
+
+class Limits(Frozen):
+    """Where a run (or the experiment) stops."""
+
+    max_turns: int = Field(default=8, gt=0)  # model calls per user message
+    max_tool_calls: int = Field(default=20, gt=0)  # per run
+    model_timeout_s: float = Field(default=120, gt=0)
+    run_timeout_s: float = Field(default=600, gt=0)
+    upstream_timeout_s: float = Field(default=60, gt=0)
+    max_tokens: int | None = Field(default=None, gt=0)  # total per run
+    budget_usd: float | None = Field(default=None, gt=0)  # total for the whole experiment
+
+
+class RetrySettings(Frozen):
+    """Retries of model calls after provider rate limits and transient errors."""
+
+    attempts: int = Field(default=4, ge=1, le=100)
+    backoff_s: float = Field(default=1.0, ge=0)
+    max_backoff_s: float = Field(default=30, ge=0)
+
+
+class ProxySettings(Frozen):
+    """How the runner starts `agent-harness proxy`."""
+
+    fault_delay_ms: int = Field(default=0, ge=0, le=600_000)
+    audit_tools: Literal["on", "off"] = "off"
+    in_process: Literal["auto", "always", "never"] = "auto"
+
+    @field_validator("audit_tools", mode="before")
+    @classmethod
+    def _yaml_bool(cls, value: Any) -> Any:
+        # YAML 1.1 reads a bare on/off as a boolean.
+        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
+
+
+class ExperimentSpec(Frozen):
+    """A whole experiment, validated; `runner.matrix.expand` turns it into runs."""
+
+    name: Name
+    description: str | None = None
+    models: tuple[ModelSpec, ...] = list_field(min_length=1)
+    prompts: tuple[Prompt, ...] = list_field(min_length=1)
+    patches: tuple[PatchArm, ...] = list_field(default=(PatchArm(name="none"),), min_length=1)
+    upstreams: tuple[Upstream, ...] = list_field(min_length=1)
+    scenarios: tuple[Scenario, ...] = list_field(
+        default=(Scenario.model_validate("none"),), min_length=1
+    )
+    conversations: tuple[Conversation, ...] = list_field(min_length=1)
+    runs: int = Field(default=1, ge=1, le=10_000)
+    limits: Limits = Field(default_factory=Limits)
+    concurrency: int = Field(default=4, ge=1, le=256)
+    seed: int = 0
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    proxy: ProxySettings = Field(default_factory=ProxySettings)

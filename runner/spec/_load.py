@@ -1,0 +1,195 @@
+"""Reading a spec file: YAML with positions, validation, prompt and patch files, checks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from runner.spec._base import SpecError
+from runner.spec._checks import Problem, check
+from runner.spec._experiment import ExperimentSpec
+from runner.spec._locate import Loc, child, dotted, fields_at, locate, message, yaml_type
+
+MAX_SHOWN = 20  # problems listed in one SpecError; the rest are counted
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+Located = tuple[int, str, str]  # line, field path, message
+
+
+def _parse(path: Path, shown: str) -> tuple[Node, Any, list[Located]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{shown}: no such file") from None
+    except IsADirectoryError:
+        raise SpecError(f"{shown}: is a directory, not a spec file") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{shown}: not UTF-8 text") from None
+    except OSError as exc:
+        raise SpecError(f"{shown}: cannot read: {exc.strerror or exc}") from None
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            raise SpecError(f"{shown}:1: the spec is empty")
+        # Before constructing: building the dict inlines merge keys (<<) into the nodes.
+        duplicates = list(_duplicate_keys(root))
+        data = loader.construct_document(root)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{shown}:{mark.line + 1}" if mark else shown
+        detail = "; ".join(str(x) for x in (exc.problem, exc.context) if x)
+        syntax = isinstance(exc, yaml.scanner.ScannerError | yaml.parser.ParserError)
+        raise SpecError(f"{where}: YAML {'syntax ' if syntax else ''}error: {detail}") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{shown}: YAML error: {exc}") from None
+    except RecursionError:
+        raise SpecError(f"{shown}: nested too deeply") from None
+    finally:
+        loader.dispose()
+    return root, data, duplicates
+
+
+def _duplicate_keys(root: Node) -> Iterator[Located]:
+    # PyYAML silently keeps the last of two equal keys: a pasted block would override quietly.
+    stack: list[tuple[Node, Loc]] = [(root, ())]
+    seen: set[int] = set()
+    while stack:
+        node, parts = stack.pop()
+        if id(node) in seen:  # aliases can share or even nest nodes
+            continue
+        seen.add(id(node))
+        if isinstance(node, MappingNode):
+            first: dict[str, int] = {}
+            for key, value in node.value:
+                name = key.value if isinstance(key, ScalarNode) else "?"
+                line = key.start_mark.line + 1
+                if key.tag != _MERGE_TAG and name in first:
+                    where = dotted((*parts, name))
+                    yield line, where, f"duplicate key (first on line {first[name]})"
+                first.setdefault(name, line)
+                stack.append((value, (*parts, name)))
+        elif isinstance(node, SequenceNode):
+            stack.extend((item, (*parts, i)) for i, item in enumerate(node.value))
+
+
+def _yaml_loc(root: Node, loc: Loc) -> Loc:
+    """The location as the YAML spells it: `conversation` (single or list) for `conversations`."""
+    key, node = child(root, "conversation")
+    if loc[:1] != ("conversations",) or node is None:
+        return loc
+    rest = loc[1:]
+    if isinstance(node, MappingNode) and rest[:1] == (0,):
+        rest = rest[1:]
+    return ("conversation", *rest)
+
+
+def _alias(data: dict[str, Any]) -> Problem | None:
+    """`conversation: {...}` or `conversation: [...]` -> `conversations: [...]`."""
+    if "conversation" not in data:
+        return None
+    value = data.pop("conversation")
+    if "conversations" in data:
+        return ("conversation",), "give `conversations` or `conversation`, not both"
+    data["conversations"] = [value] if isinstance(value, dict) else value
+    return None
+
+
+def _read(base: Path, file: str, loc: Loc, what: str) -> tuple[str | None, Problem | None]:
+    target = base / file
+    try:
+        return target.read_text(encoding="utf-8"), None
+    except FileNotFoundError:
+        return None, (loc, f"{what} file not found: {target}")
+    except IsADirectoryError:
+        return None, (loc, f"{what} file is a directory: {target}")
+    except UnicodeDecodeError:
+        return None, (loc, f"{what} file is not UTF-8 text: {target}")
+    except OSError as exc:
+        return None, (loc, f"cannot read {what} file {target}: {exc.strerror or exc}")
+
+
+def _with_files(spec: ExperimentSpec, base: Path) -> tuple[ExperimentSpec, list[Problem]]:
+    """The spec with every `file` read into `text` (files are relative to the spec's folder)."""
+    problems: list[Problem] = []
+    updated: dict[str, tuple[Any, ...]] = {}
+    for key, what in (("prompts", "prompt"), ("patches", "patch")):
+        items = []
+        for i, item in enumerate(getattr(spec, key)):
+            if item.file is not None:
+                text, problem = _read(base, item.file, (key, i, "file"), what)
+                if text is not None and what == "patch" and not text.strip():
+                    problem = ((key, i, "file"), f"patch file is empty: {base / item.file}")
+                if problem is not None:
+                    problems.append(problem)
+                    continue
+                item = item.model_copy(update={"text": text})
+            items.append(item)
+        updated[key] = tuple(items)
+    return spec.model_copy(update=updated), problems
+
+
+def _validate(data: dict[str, Any], base: Path) -> tuple[ExperimentSpec | None, list[Problem]]:
+    """The spec, or the problems in the order they are found: schema, files, then checks."""
+    problems = [p for p in [_alias(data)] if p is not None]
+    try:
+        spec = ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        for error in _meaningful(exc.errors(include_url=False)):
+            loc, parent = error["loc"], error["loc"][:-1]
+            known = fields_at(ExperimentSpec, parent) + (["conversation"] if not parent else [])
+            # A non-text key (YAML reads `1:` or `on:` as a number or boolean) has no path.
+            problems.append(
+                (parent if error["type"] == "invalid_key" else loc, message(error, known))
+            )
+        return None, problems
+    if problems:
+        return None, problems
+    spec, problems = _with_files(spec, base)
+    problems = problems or check(spec)
+    return (None, problems) if problems else (spec, [])
+
+
+def _meaningful(errors: list[ErrorDetails]) -> list[ErrorDetails]:
+    """Without "list too short" when its items failed: pydantic counts only the valid ones."""
+
+    def below(error: ErrorDetails) -> bool:
+        loc = error["loc"]
+        return any(len(o["loc"]) > len(loc) and o["loc"][: len(loc)] == loc for o in errors)
+
+    return [e for e in errors if not (e["type"] == "too_short" and below(e))]
+
+
+def _render(shown: str, problems: list[Located]) -> str:
+    lines = list(
+        dict.fromkeys(
+            f"{shown}:{line}: {path + ': ' if path else ''}{msg}"
+            for line, path, msg in sorted(problems, key=lambda p: p[0])
+        )
+    )
+    if len(lines) > MAX_SHOWN:
+        lines = [*lines[:MAX_SHOWN], f"... and {len(lines) - MAX_SHOWN} more problems"]
+    return "\n".join(lines)
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    """Read, validate and freeze an experiment spec; SpecError with one line per problem."""
+    path = Path(path)
+    shown = str(path)
+    root, data, located = _parse(path, shown)
+    if not isinstance(data, dict):
+        raise SpecError(
+            f"{shown}:{root.start_mark.line + 1}: the spec must be a mapping "
+            f"(name, models, prompts, ...), got {yaml_type(data)}"
+        )
+    spec, problems = _validate({"name": path.stem, **data}, path.parent)
+    located += [(*locate(root, _yaml_loc(root, loc)), msg) for loc, msg in problems]
+    if spec is None or located:
+        raise SpecError(_render(shown, located))
+    return spec

@@ -1,0 +1,167 @@
+"""Who acts and what is said: models, system prompts, patch arms, conversations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from runner.agent.scripted import SCRIPTED_MODELS
+from runner.spec._base import Frozen, Name, Text, did_you_mean, freeze, list_field, thaw
+
+
+class ModelParams(BaseModel):
+    """Keyword arguments for litellm.acompletion: common ones are checked, others passed on."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    timeout: float | None = Field(default=None, gt=0)
+    api_base: str | None = None
+    api_version: str | None = None
+    # The scripted models' own knobs (runner.agent._policies.ScriptedParams).
+    patch_compliance: float | None = Field(default=None, ge=0, le=1)
+    max_wait_s: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _freeze_extras(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            return {k: v if k in cls.model_fields else freeze(v) for k, v in data.items()}
+        return data
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The parameters that are set, as plain mutable keyword arguments."""
+        return thaw(self.model_dump(exclude_none=True))
+
+
+# Keys the runner sets itself, or that must not live in a spec file.
+RESERVED_PARAMS = {
+    "model": "the model is `name`",
+    "messages": "the runner builds the conversation",
+    "tools": "the tools come from the upstream",
+    "stream": "the runner does not stream",
+    "seed": "the runner passes a per-run seed derived from the top-level `seed`",
+    "api_key": "keep keys out of spec files: set the provider's environment variable",
+}
+# Further litellm parameters, known so that a near-miss of one is reported as a typo.
+OTHER_KNOWN_PARAMS = (
+    "top_k stop n presence_penalty frequency_penalty logit_bias user response_format tool_choice "
+    "parallel_tool_calls logprobs top_logprobs extra_headers extra_body base_url drop_params "
+    "num_retries reasoning_effort thinking custom_llm_provider keep_alive num_ctx"
+).split()
+
+
+class ModelSpec(Frozen):
+    """A litellm model name with its parameters; `label` only changes how it is shown."""
+
+    name: Name
+    label: Name | None = None
+    params: ModelParams = Field(default_factory=ModelParams)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, data: Any) -> Any:
+        return {"name": data} if isinstance(data, str) else data
+
+    @field_validator("name")
+    @classmethod
+    def _known_scripted(cls, name: str) -> str:
+        if name.startswith("scripted/") and name not in SCRIPTED_MODELS:
+            known = sorted(SCRIPTED_MODELS)
+            raise ValueError(f"unknown scripted model {name!r}{did_you_mean(name, known)}")
+        return name
+
+    @property
+    def display_name(self) -> str:
+        """The label, else the model name."""
+        return self.label or self.name
+
+    def identity(self) -> Any:
+        """What makes this a distinct condition (hashed into cell ids): name and parameters."""
+        return {"name": self.name, "params": self.params.as_kwargs()}
+
+
+class Prompt(Frozen):
+    """A named system prompt; after `load_spec`, `text` holds a `file`'s contents."""
+
+    name: Name
+    text: str = ""
+    file: Text | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _needs_name(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            raise ValueError("a prompt needs a name: write {name: ..., text: ...} or {name, file}")
+        return data
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Prompt:
+        if ("text" in self.model_fields_set) == (self.file is not None):
+            raise ValueError("a prompt needs exactly one of `text` and `file`")
+        return self
+
+    def identity(self) -> Any:
+        """The prompt text: two names for one text are one condition."""
+        return self.text
+
+
+class PatchArm(Frozen):
+    """An arm of the patch A/B test: `none`, `auto` or a named text (SPEC R2)."""
+
+    name: Name
+    text: Text | None = None
+    file: Text | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            if data not in ("none", "auto"):
+                raise ValueError(
+                    f"a patch arm is `none`, `auto`, {{name, file}} or {{name, text}}, got {data!r}"
+                )
+            return {"name": data}
+        return data
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PatchArm:
+        given = (self.text is not None) + (self.file is not None)
+        if self.name in ("none", "auto") and given:
+            raise ValueError(f"{self.name!r} is a reserved arm and takes no text or file")
+        if self.name not in ("none", "auto") and given != 1:
+            raise ValueError("a named patch needs exactly one of `text` and `file`")
+        return self
+
+    @property
+    def kind(self) -> Literal["none", "auto", "text"]:
+        """`none` (no patch), `auto` (the harness's own patches) or `text` (a given text)."""
+        return self.name if self.name in ("none", "auto") else "text"  # type: ignore[return-value]
+
+    def identity(self) -> Any:
+        """`none`, `auto`, or name and text."""
+        return self.kind if self.kind != "text" else {"name": self.name, "text": self.text}
+
+
+class Conversation(Frozen):
+    """The user's side: the first message, then each follow-up after the agent's final reply."""
+
+    name: Name
+    user: Text
+    follow_ups: tuple[Text, ...] = list_field(default=())
+
+    @model_validator(mode="before")
+    @classmethod
+    def _needs_name(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            raise ValueError("a conversation needs a name: write {name: ..., user: ...}")
+        return data
+
+    def identity(self) -> Any:
+        """The messages, without the name."""
+        return {"user": self.user, "follow_ups": list(self.follow_ups)}
