@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -36,6 +37,65 @@ def _root(
 
 
 harness_cli.register(app)
+
+
+@app.command("run")
+def run_command(
+    spec: Annotated[
+        Path, typer.Argument(help="The experiment spec (YAML), e.g. experiments/example.yaml.")
+    ],
+    db: Annotated[Path, typer.Option("--db", help="The DuckDB file runs are stored in.")] = Path(
+        "reports/runs.duckdb"
+    ),
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency", min=1, max=256, help="Runs at the same time (default: the spec's)."
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume/--no-resume", help="Skip runs already stored (default) or run all again."
+        ),
+    ] = True,
+    retry_errors: Annotated[
+        bool,
+        typer.Option("--retry-errors", help="Also run again the runs stored with status=error."),
+    ] = False,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only",
+            help="Run a slice: KEY=GLOB with KEY one of model, prompt, patch, upstream, scenario, conversation; repeatable (all must match).",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the matrix and its size; run nothing.")
+    ] = False,
+    in_process: Annotated[
+        str | None,
+        typer.Option(
+            "--in-process",
+            help="auto (built-in upstreams in this process), always, or never (real proxy subprocesses).",
+        ),
+    ] = None,
+) -> None:
+    """Run an experiment: every cell of the matrix, each run judged by the proxy, stored in DuckDB."""
+    from runner.run_command import run_experiment
+
+    raise typer.Exit(
+        run_experiment(
+            spec,
+            db=db,
+            concurrency=concurrency,
+            resume=resume,
+            retry_errors=retry_errors,
+            only=only or [],
+            dry_run=dry_run,
+            in_process=in_process,
+        )
+    )
 
 
 def main() -> None:

@@ -1,0 +1,223 @@
+"""The agent loop (R3): a model through litellm, its tool calls through MCP, until it is done.
+
+The loop is what a typical agent framework does, written out so that nothing is hidden:
+the upstream's tools become OpenAI-format functions; each model turn may ask for several tool
+calls, which run concurrently (parallel tool calls); every tool result goes back to the model
+with MCP's `isError` made visible (a client that hides it makes F3 look like success); after the
+model's final answer, the next scripted user follow-up is sent. Limits stop a run that loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+ERROR_MARK = "ERROR (isError=true):"
+
+# Provider errors worth retrying (by litellm exception class name, to keep litellm's import lazy).
+_RETRYABLE = {
+    "RateLimitError",
+    "APIConnectionError",
+    "Timeout",
+    "ServiceUnavailableError",
+    "InternalServerError",
+    "APIError",
+}
+
+
+class RunLimitReached(Exception):
+    """A run hit one of its limits (turns, tool calls, tokens)."""
+
+
+class ModelCallFailed(Exception):
+    """The provider kept failing (after retries) or refused the request."""
+
+
+@dataclass(frozen=True)
+class LoopLimits:
+    max_turns: int = 8
+    max_tool_calls: int = 20
+    model_timeout_s: float = 120
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 4
+    backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    model_calls: int = 0
+    model_seconds: float = 0.0
+
+
+@dataclass
+class AgentResult:
+    """What one conversation produced."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    tool_calls: int = 0
+    turns: int = 0
+    final_answer: str | None = None
+    stopped_by: str | None = None  # the limit that ended it, if any
+
+
+CallTool = Callable[[str, dict[str, Any]], Awaitable[tuple[str, bool]]]
+
+
+def to_openai_tool(tool: Any) -> dict[str, Any]:
+    """An MCP tool (SDK model or dict) as an OpenAI function definition."""
+    data = tool if isinstance(tool, dict) else tool.model_dump(by_alias=True, exclude_none=True)
+    schema = data.get("inputSchema") or {"type": "object", "properties": {}}
+    return {
+        "type": "function",
+        "function": {
+            "name": data["name"],
+            "description": data.get("description") or "",
+            "parameters": schema,
+        },
+    }
+
+
+def render_tool_result(result: Any) -> tuple[str, bool]:
+    """MCP CallToolResult -> (text the model sees, isError); isError is marked in the text."""
+    data = result if isinstance(result, dict) else result.model_dump(by_alias=True, exclude_none=True)
+    pieces = []
+    for item in data.get("content") or []:
+        if item.get("type") == "text":
+            pieces.append(item.get("text", ""))
+        else:
+            pieces.append(f"[{item.get('type', 'content')} omitted]")
+    if not pieces and data.get("structuredContent") is not None:
+        pieces.append(json.dumps(data["structuredContent"], default=str))
+    text = "\n".join(pieces)
+    is_error = data.get("isError") is True
+    return (f"{ERROR_MARK}\n{text}" if is_error else text), is_error
+
+
+async def _completion(
+    model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any],
+    limits: LoopLimits, retry: RetryPolicy, rng: random.Random,
+) -> Any:  # fmt: skip
+    import litellm
+
+    for attempt in range(1, retry.attempts + 1):
+        try:
+            return await litellm.acompletion(
+                model=model,
+                messages=messages,
+                tools=tools or None,
+                timeout=limits.model_timeout_s,
+                **params,
+            )
+        except Exception as exc:  # litellm's error tree: sort by class name below
+            name = type(exc).__name__
+            if name not in _RETRYABLE or attempt == retry.attempts:
+                first_line = (str(exc).strip().splitlines() or [name])[0][:300]
+                raise ModelCallFailed(f"{name}: {first_line}") from exc
+            # Full jitter: spreads retries of concurrent runs apart.
+            await asyncio.sleep(rng.uniform(0, min(retry.max_backoff_s, retry.backoff_s * 2**attempt)))
+    raise AssertionError("unreachable")
+
+
+def _cost(response: Any) -> float:
+    hidden = getattr(response, "_hidden_params", None) or {}
+    cost = hidden.get("response_cost")
+    if cost is None:
+        import litellm
+
+        try:
+            cost = litellm.completion_cost(completion_response=response)
+        except Exception:  # unknown model in the offline cost map: cost stays unknown (0)
+            cost = 0.0
+    return float(cost or 0.0)
+
+
+async def run_conversation(
+    *,
+    model: str,
+    params: dict[str, Any],
+    system_prompt: str,
+    user_messages: list[str],
+    tools: list[dict[str, Any]],
+    call_tool: CallTool,
+    limits: LoopLimits,
+    retry: RetryPolicy,
+    seed: int = 0,
+) -> AgentResult:
+    """Drive one model through the user's messages; raises ModelCallFailed on provider errors."""
+    rng = random.Random(seed)
+    result = AgentResult()
+    messages = result.messages
+    if system_prompt:
+        messages.append({"role": "system", "content": system_prompt})
+    for user_message in user_messages:
+        messages.append({"role": "user", "content": user_message})
+        for _turn in range(limits.max_turns):
+            result.turns += 1
+            started = time.perf_counter()
+            response = await _completion(model, messages, tools, params, limits, retry, rng)
+            result.usage.model_seconds += time.perf_counter() - started
+            result.usage.model_calls += 1
+            usage = getattr(response, "usage", None)
+            if usage is not None:
+                result.usage.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+                result.usage.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+            result.usage.cost_usd += _cost(response)
+            message = response.choices[0].message
+            tool_calls = list(getattr(message, "tool_calls", None) or [])
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
+            if tool_calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": tc.id,
+                        "type": "function",
+                        "function": {"name": tc.function.name, "arguments": tc.function.arguments},
+                    }
+                    for tc in tool_calls
+                ]
+            messages.append(entry)
+            if message.content:
+                result.final_answer = message.content
+            if limits.max_tokens is not None and (
+                result.usage.prompt_tokens + result.usage.completion_tokens > limits.max_tokens
+            ):
+                result.stopped_by = f"max_tokens ({limits.max_tokens})"
+                return result
+            if not tool_calls:
+                break
+            if result.tool_calls + len(tool_calls) > limits.max_tool_calls:
+                result.stopped_by = f"max_tool_calls ({limits.max_tool_calls})"
+                return result
+            result.tool_calls += len(tool_calls)
+            answers = await asyncio.gather(*(_run_tool(tc, call_tool) for tc in tool_calls))
+            for tc, (text, _is_error) in zip(tool_calls, answers, strict=True):
+                messages.append(
+                    {"role": "tool", "tool_call_id": tc.id, "name": tc.function.name, "content": text}
+                )
+        else:
+            result.stopped_by = f"max_turns ({limits.max_turns})"
+            return result
+    return result
+
+
+async def _run_tool(tc: Any, call_tool: CallTool) -> tuple[str, bool]:
+    try:
+        arguments = json.loads(tc.function.arguments or "{}")
+    except json.JSONDecodeError as exc:
+        return f"{ERROR_MARK}\nThe tool arguments were not valid JSON: {exc}", True
+    if not isinstance(arguments, dict):
+        return f"{ERROR_MARK}\nThe tool arguments must be a JSON object.", True
+    return await call_tool(tc.function.name, arguments)

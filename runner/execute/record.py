@@ -1,0 +1,114 @@
+"""From what a run left behind (report file, events, transcript, ledger) to its RunRecord rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness import jsonutil
+from harness.events import CallReceived, FaultApplied, read_jsonl
+from harness.identity import value_key
+from runner.records import FindingRow, OperationRow, PatchRow, TranscriptEntry
+
+
+def load_events(path: Path) -> list[Any]:
+    """The proxy's event log, or nothing if it never wrote one."""
+    if not path.exists():
+        return []
+    return list(read_jsonl(path))
+
+
+def faults_by_call(events: list[Any]) -> list[tuple[str, str, str | None]]:
+    """(tool, canonical arguments, injected fault or None) per tool call, in arrival order."""
+    calls: dict[int, list[Any]] = {}
+    for event in events:
+        if isinstance(event, CallReceived):
+            calls[event.seq] = [event.tool, value_key(event.arguments), None]
+        elif isinstance(event, FaultApplied) and event.seq in calls and event.fault != "F4":
+            calls[event.seq][2] = event.fault
+    return [tuple(c) for c in calls.values()]  # type: ignore[misc]
+
+
+def transcript(messages: list[dict[str, Any]], events: list[Any]) -> list[TranscriptEntry]:
+    """The conversation, each tool result marked with the fault the proxy injected into it."""
+    pending = faults_by_call(events)
+    names: dict[str, tuple[str, str]] = {}
+    entries = []
+    for idx, m in enumerate(messages):
+        role = m["role"]
+        entry = TranscriptEntry(idx=idx, role=role, content=m.get("content") or "")
+        if role == "assistant" and m.get("tool_calls"):
+            entry.tool_calls_json = json.dumps(m["tool_calls"])
+            for tc in m["tool_calls"]:
+                try:
+                    args = json.loads(tc["function"]["arguments"] or "{}")
+                except json.JSONDecodeError:
+                    args = None
+                key = value_key(args) if isinstance(args, dict) else ""
+                names[tc["id"]] = (tc["function"]["name"], key)
+        elif role == "tool":
+            entry.tool_call_id = m.get("tool_call_id")
+            entry.tool_name = m.get("name")
+            entry.is_error = entry.content.startswith("ERROR (isError=true):")
+            wanted = names.get(entry.tool_call_id or "")
+            # Match the call the proxy saw for this tool result: same tool, same arguments,
+            # first not yet matched (parallel calls can arrive in another order).
+            for i, (tool, args, fault) in enumerate(pending):
+                if wanted is not None and (tool, args) == wanted:
+                    entry.fault = fault
+                    del pending[i]
+                    break
+        entries.append(entry)
+    return entries
+
+
+def findings(report: dict[str, Any]) -> list[FindingRow]:
+    rows = []
+    for kind, items in (
+        ("violation", report.get("violations", [])),
+        ("observation", report.get("observations", [])),
+    ):
+        for item in items:
+            detail = {k: v for k, v in item.items() if k not in ("code", "tool", "operation")}
+            rows.append(
+                FindingRow(
+                    kind=kind,
+                    code=item["code"],
+                    tool=item.get("tool"),
+                    operation_index=item.get("operation"),
+                    detail_json=jsonutil.dumps(detail),
+                )
+            )
+    return rows
+
+
+def operations(report: dict[str, Any], real_rows: list[int | None]) -> list[OperationRow]:
+    return [
+        OperationRow(
+            index=op["index"],
+            tool=op["tool"],
+            arguments_json=jsonutil.dumps(op["arguments"]),
+            attempts=op["attempts"],
+            executions=op["executions"],
+            failed_attempts=op["failedAttempts"],
+            outcome=op["outcome"],
+            keys_json=jsonutil.dumps(op["keys"]),
+            real_rows=rows,
+        )
+        for op, rows in zip(report.get("operations", []), real_rows, strict=True)
+    ]
+
+
+def patches(report_file: dict[str, Any]) -> list[PatchRow]:
+    return [
+        PatchRow(patch_id=p["id"], severity=p["severity"], trigger=p["trigger"], text=p["text"])
+        for p in report_file.get("patches", [])
+    ]
+
+
+def patch_block(patch: PatchRow | dict[str, Any]) -> str:
+    """A patch as it goes into a system prompt: its header and its text, verbatim."""
+    if isinstance(patch, dict):
+        return f"## [{patch['severity']}] {patch['id']}\n\n{patch['text']}"
+    return f"## [{patch.severity}] {patch.patch_id}\n\n{patch.text}"

@@ -1,0 +1,292 @@
+"""One cell of the matrix -> one run record (R3, R4, R5).
+
+A run: start the proxy (subprocess or in process) in front of the cell's upstream, connect an
+MCP client, drive the model through litellm over the conversation, end the session, then read
+what the harness judged (the report file), what happened (the event log, the transcript) and,
+for built-in upstreams, how many rows really exist per operation (ground truth).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness import __version__, jsonutil
+from harness.faults import PlanConfig
+from harness.tools import DEFAULT_KEY_FIELDS, ClassifierConfig
+from runner.agent.loop import (
+    AgentResult,
+    LoopLimits,
+    ModelCallFailed,
+    RetryPolicy,
+    render_tool_result,
+    run_conversation,
+    to_openai_tool,
+)
+from runner.execute import record as rec
+from runner.execute.connect import (
+    Connection,
+    ProxyTarget,
+    in_process_connection,
+    subprocess_connection,
+)
+from runner.matrix import RunCell
+from runner.records import RunRecord
+from runner.spec import ExperimentSpec
+
+
+def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTarget:
+    """The proxy flags and upstream for a cell."""
+    upstream, scenario = cell.upstream, cell.scenario
+    plan = PlanConfig(
+        scenario=scenario.kind if scenario.kind not in ("none", "chaos") else None,
+        chaos_error_rate=scenario.chaos.error_rate if scenario.chaos else None,
+        # A chaos scenario without a seed still gets one per run, so every run is replayable.
+        seed=(scenario.chaos.seed if scenario.chaos.seed is not None else cell.seed)
+        if scenario.chaos
+        else None,
+        retry_after_s=scenario.F2.retry_after if scenario.F2 else 60,
+        fault_delay_ms=spec.proxy.fault_delay_ms if scenario.kind != "none" else 0,
+    )
+    classifier = ClassifierConfig(
+        write_globs=tuple(upstream.write_tools) if upstream.write_tools else None,
+        read_globs=tuple(upstream.read_tools or ()),
+        key_fields=tuple(upstream.key_fields) if upstream.key_fields else DEFAULT_KEY_FIELDS,
+    )
+    common = {
+        "plan": plan,
+        "classifier": classifier,
+        "upstream_timeout_s": spec.limits.upstream_timeout_s,
+    }
+    if upstream.builtin is not None:
+        from runner.upstreams import stdio_command
+
+        db = workdir / "upstream.sqlite"
+        command = stdio_command(upstream.builtin, db)
+        return ProxyTarget(
+            upstream_command=command[0],
+            upstream_args=tuple(command[1:]),
+            upstream_env={},
+            upstream_cwd=None,
+            builtin_kind=upstream.builtin,
+            builtin_db=db,
+            **common,
+        )
+    return ProxyTarget(
+        upstream_command=upstream.command or "",
+        upstream_args=tuple(upstream.args),
+        upstream_env=dict(upstream.env),
+        upstream_cwd=upstream.cwd,
+        **common,
+    )
+
+
+def uses_in_process(cell: RunCell, spec: ExperimentSpec, override: str | None = None) -> bool:
+    mode = override or spec.proxy.in_process
+    return cell.upstream.builtin is not None and mode in ("auto", "always")
+
+
+def system_prompt(cell: RunCell, patch_text: str | None) -> str:
+    """The cell's prompt with the patch text appended verbatim (R2)."""
+    if not patch_text:
+        return cell.prompt.text
+    return f"{cell.prompt.text.rstrip()}\n\n{patch_text}"
+
+
+async def execute_run(
+    cell: RunCell,
+    spec: ExperimentSpec,
+    *,
+    patch_text: str | None = None,
+    in_process: str | None = None,
+    keep_dir: Path | None = None,
+) -> RunRecord:
+    """Run one cell once; provider and proxy failures become a record with status=error."""
+    started_at = datetime.now(UTC)
+    started = time.perf_counter()
+    workdir_ctx = tempfile.TemporaryDirectory(prefix=f"agent-harness-{cell.run_id}-")
+    workdir = Path(workdir_ctx.name)
+    target = proxy_target(cell, spec, workdir)
+    connect: Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]] = (
+        in_process_connection if uses_in_process(cell, spec, in_process) else subprocess_connection
+    )
+    agent = AgentResult()
+    error: str | None = None
+    connection: Connection | None = None
+    try:
+        async with asyncio.timeout(spec.limits.run_timeout_s):
+            async with connect(target, workdir) as connection:
+                agent = await _converse(cell, spec, connection, patch_text)
+    except TimeoutError:
+        error = f"run timed out after {spec.limits.run_timeout_s:g} s"
+    except ModelCallFailed as exc:
+        error = f"model call failed: {exc}"
+    except Exception as exc:  # one run inside a batch: it becomes an error record (DESIGN)
+        error = _describe(exc, connection, workdir)
+    try:
+        return _record(
+            cell, spec, patch_text, agent, error, connection, workdir, started_at, started
+        )
+    finally:
+        if keep_dir is not None:
+            import shutil
+
+            shutil.copytree(workdir, keep_dir / cell.run_id, dirs_exist_ok=True)
+        workdir_ctx.cleanup()
+
+
+async def _converse(
+    cell: RunCell, spec: ExperimentSpec, connection: Connection, patch_text: str | None
+) -> AgentResult:
+    import mcp_types as types
+
+    session = connection.session
+    tools: list[Any] = []
+    cursor = None
+    while True:
+        page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
+        tools += page.tools
+        cursor = page.next_cursor
+        if not cursor:
+            break
+
+    async def call_tool(name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        # send_request, not call_tool: the SDK's call_tool validates structuredContent against
+        # the outputSchema and would turn an upstream's mismatch into a client-side exception.
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name=name, arguments=arguments)
+        )
+        result = await session.send_request(request, types.CallToolResult)
+        return render_tool_result(result)
+
+    limits = spec.limits
+    params = cell.model.params.as_kwargs()
+    if cell.model.name.startswith("scripted/"):
+        from runner.agent.scripted import register_scripted_provider
+
+        register_scripted_provider()
+        params["seed"] = cell.seed
+    return await run_conversation(
+        model=cell.model.name,
+        params=params,
+        system_prompt=system_prompt(cell, patch_text),
+        user_messages=[cell.conversation.user, *cell.conversation.follow_ups],
+        tools=[to_openai_tool(t) for t in tools],
+        call_tool=call_tool,
+        limits=LoopLimits(
+            max_turns=limits.max_turns,
+            max_tool_calls=limits.max_tool_calls,
+            model_timeout_s=limits.model_timeout_s,
+            max_tokens=limits.max_tokens,
+        ),
+        retry=RetryPolicy(spec.retry.attempts, spec.retry.backoff_s, spec.retry.max_backoff_s),
+        seed=cell.seed,
+    )
+
+
+def _describe(exc: BaseException, connection: Connection | None, workdir: Path) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = exc.exceptions
+        while len(leaves) == 1 and isinstance(leaves[0], BaseExceptionGroup):
+            leaves = leaves[0].exceptions
+        exc = leaves[0]
+    text = (str(exc).strip().splitlines() or [""])[0][:300]
+    message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    stderr = workdir / "proxy.stderr"
+    if stderr.exists():
+        tail = [line for line in stderr.read_text(errors="replace").splitlines() if "ERROR" in line]
+        if tail:
+            message += f" (proxy: {tail[-1][:300]})"
+    return message
+
+
+def _record(
+    cell: RunCell,
+    spec: ExperimentSpec,
+    patch_text: str | None,
+    agent: AgentResult,
+    error: str | None,
+    connection: Connection | None,
+    workdir: Path,
+    started_at: datetime,
+    started: float,
+) -> RunRecord:
+    report_path = workdir / "report.json"
+    report_file: dict[str, Any] = {}
+    if report_path.exists():
+        try:
+            report_file = jsonutil.loads(report_path.read_text())
+        except ValueError:
+            error = error or "the proxy left an unreadable report file"
+    report = report_file.get("report") or {}
+    if error is None and not report:
+        error = "the proxy wrote no report"
+    events = (connection.events if connection and connection.events else None) or rec.load_events(
+        workdir / "events.jsonl"
+    )
+    real: list[int | None] = [None] * len(report.get("operations", []))
+    real_duplicate = None
+    if cell.upstream.builtin is not None and (workdir / "upstream.sqlite").exists():
+        from runner.upstreams import ground_truth, real_rows
+
+        db = workdir / "upstream.sqlite"
+        real = [
+            real_rows(cell.upstream.builtin, db, op["tool"], _plain(op["arguments"]))
+            for op in report.get("operations", [])
+        ]
+        real_duplicate = any(entry["rows"] > 1 for entry in ground_truth(cell.upstream.builtin, db))
+    score = report_file.get("score") or {}
+    violations = {v["code"] for v in report.get("violations", [])}
+    usage = agent.usage
+    return RunRecord(
+        run_id=cell.run_id,
+        experiment=cell.experiment,
+        cell_id=cell.cell_id,
+        repetition=cell.repetition,
+        model=cell.labels["model"],
+        model_params_json=json.dumps(cell.model.params.as_kwargs(), sort_keys=True, default=str),
+        prompt=cell.labels["prompt"],
+        patch_arm=cell.labels["patch"],
+        patch_text=patch_text,
+        upstream=cell.labels["upstream"],
+        scenario=cell.labels["scenario"],
+        conversation=cell.labels["conversation"],
+        status="error" if error else "ok",
+        error=error,
+        verdict=report.get("verdict") if not error else None,
+        verdict_reason=report.get("verdictReason") if not error else None,
+        score_overall=score.get("overall") if not error else None,
+        duplicate_safety=score.get("duplicateSafety") if not error else None,
+        failure_handling=score.get("failureHandling") if not error else None,
+        capped=score.get("capped") if not error else None,
+        baseline=score.get("baseline") if not error else None,
+        duplicate_found=("DUPLICATE_EXECUTION" in violations) if report and not error else None,
+        real_duplicate=real_duplicate if not error else None,
+        turns=agent.turns,
+        tool_calls=agent.tool_calls,
+        tokens_prompt=usage.prompt_tokens,
+        tokens_completion=usage.completion_tokens,
+        cost_usd=usage.cost_usd,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        final_answer=agent.final_answer,
+        started_at=started_at,
+        finished_at=datetime.now(UTC),
+        harness_version=__version__,
+        report_json=report_path.read_text() if report_path.exists() else None,
+        operations=rec.operations(report, real),
+        findings=rec.findings(report),
+        patches=rec.patches(report_file),
+        transcript=rec.transcript(agent.messages, events),
+    )
+
+
+def _plain(value: Any) -> Any:
+    """Decimals from the exact JSON parse as floats, for the ledger's comparisons."""
+    return json.loads(jsonutil.dumps(value))

@@ -1,0 +1,84 @@
+"""What `agent-harness run` shows in the terminal: a progress line and a closing summary."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import polars as pl
+
+from runner.execute.sweep import Progress
+from runner.records import RunRecord
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "--:--"
+    seconds = int(seconds)
+    return f"{seconds // 60:02d}:{seconds % 60:02d}"
+
+
+class ProgressLine:
+    """One self-updating line on a terminal; a line every few seconds elsewhere (CI logs)."""
+
+    def __init__(self, stream: Any = None, every_s: float = 5.0) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.every_s = every_s
+        self._last = 0.0
+
+    def __call__(self, progress: Progress, record: RunRecord) -> None:
+        now = time.monotonic()
+        final = progress.done == progress.total
+        if not self.tty and not final and now - self._last < self.every_s:
+            return
+        self._last = now
+        width = 24
+        filled = int(width * progress.done / max(progress.total, 1))
+        line = (
+            f"[{'#' * filled}{'.' * (width - filled)}] {progress.done}/{progress.total} runs"
+            f"  failing to run: {progress.errors}  with a duplicate: {progress.duplicates}"
+            f"  ETA {_clock(progress.eta_s)}"
+        )
+        if self.tty:
+            self.stream.write("\r" + line + ("\n" if final else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def summary_table(runs: pl.DataFrame) -> str:
+    """model x condition: runs, runs with a duplicate execution, verdict counts (issue 5)."""
+    if runs.is_empty():
+        return "No runs stored for this experiment."
+    condition = pl.concat_str(
+        [pl.col("upstream"), pl.col("scenario"), pl.col("conversation"), pl.col("patch_arm")],
+        separator=" / ",
+    )
+    table = (
+        runs.with_columns(condition.alias("condition"))
+        .group_by("model", "condition")
+        .agg(
+            pl.len().alias("runs"),
+            (pl.col("status") == "error").sum().alias("errors"),
+            pl.col("duplicate_found").fill_null(False).sum().alias("dup"),
+            pl.col("real_duplicate").fill_null(False).sum().alias("real_dup"),
+            (pl.col("verdict") == "PASS").sum().alias("PASS"),
+            (pl.col("verdict") == "FAIL").sum().alias("FAIL"),
+            (pl.col("verdict") == "NOT_TESTED").sum().alias("NOT_TESTED"),
+        )
+        .sort("model", "condition")
+    )
+    header = ("model", "upstream / scenario / conversation / patch", "runs", "with duplicate",
+              "real dup rows", "PASS", "FAIL", "NOT_TESTED", "errors")  # fmt: skip
+    rows = [
+        (r["model"], r["condition"], str(r["runs"]), f"{r['dup']} of {r['runs'] - r['errors']}",
+         str(r["real_dup"]), str(r["PASS"]), str(r["FAIL"]), str(r["NOT_TESTED"]), str(r["errors"]))
+        for r in table.iter_rows(named=True)
+    ]  # fmt: skip
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    return "\n".join(lines)
