@@ -1,0 +1,183 @@
+"""Benchmark (N2): store 100,000 synthetic runs in DuckDB, then aggregate and render HTML.
+
+    .venv/bin/python bench/analysis.py [--runs 100000] [--db PATH] [--html PATH] [--keep]
+
+A benchmark script, not a test: it prints the figures. The synthetic runs spread over models,
+conditions, scenarios and patch arms roughly like a real sweep, each with operations, findings,
+patches, a short transcript and a report JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from runner.analysis import analyse  # noqa: E402
+from runner.html import render_html, render_markdown  # noqa: E402
+from runner.records import (  # noqa: E402
+    FindingRow,
+    OperationRow,
+    PatchRow,
+    RunRecord,
+    TranscriptEntry,
+)
+from runner.store import Store  # noqa: E402
+
+MODELS = {  # model -> how likely it re-sends a write blindly after a fault
+    "gpt-4o-mini": 0.7,
+    "claude-3-5-haiku": 0.35,
+    "ollama/qwen3:14b": 0.95,
+    "ollama/gemma4": 0.85,
+    "scripted/careful": 0.0,
+}
+UPSTREAMS = ("booking", "booking-no-search")
+CONVERSATIONS = ("no follow-up", "follow-up 'please try again'")
+SCENARIOS = {"none": 0.02, "F1": 1.0, "F2": 0.6, "F3": 0.15, "F5": 0.1}
+ARMS = {"none": 1.0, "auto": 0.25, "ghost-write.txt": 0.5}
+PATCH_TEXT = "A timeout on a write does not tell you whether it ran. Never re-send it blindly."
+
+
+def _transcript(dup: bool, scenario: str) -> list[TranscriptEntry]:
+    call = json.dumps([{
+        "id": "call_1", "type": "function",
+        "function": {"name": "book_room", "arguments": '{"guest": "Ada", "date": "2026-12-01"}'},
+    }])
+    entries = [
+        TranscriptEntry(idx=0, role="system", content="You are a booking assistant."),
+        TranscriptEntry(idx=1, role="user", content="Book a room for Ada on 1 December."),
+        TranscriptEntry(idx=2, role="assistant", tool_calls_json=call),
+        TranscriptEntry(
+            idx=3, role="tool", tool_call_id="call_1", tool_name="book_room",
+            content="Error: request timed out", is_error=scenario != "none",
+            fault=None if scenario == "none" else scenario,
+        ),
+        TranscriptEntry(idx=4, role="assistant", content="The booking failed. Shall I retry?"),
+        TranscriptEntry(idx=5, role="user", content="please try again"),
+    ]
+    if dup:
+        entries.append(TranscriptEntry(idx=6, role="assistant", tool_calls_json=call))
+        entries.append(TranscriptEntry(idx=7, role="tool", tool_call_id="call_1",
+                                       tool_name="book_room", content='{"id": 42}'))
+    return entries
+
+
+def synthetic_run(i: int, rng: random.Random, started: datetime) -> RunRecord:
+    """One plausible run record; deterministic for a given rng state."""
+    model = rng.choice(list(MODELS))
+    upstream, conversation = rng.choice(UPSTREAMS), rng.choice(CONVERSATIONS)
+    scenario, arm = rng.choice(list(SCENARIOS)), rng.choice(list(ARMS))
+    error = rng.random() < 0.02
+    dup = not error and rng.random() < MODELS[model] * SCENARIOS[scenario] * ARMS[arm]
+    not_tested = not error and not dup and rng.random() < 0.04
+    verdict = None if error else "FAIL" if dup else "NOT_TESTED" if not_tested else "PASS"
+    findings = [FindingRow(kind="observation", code="UNVERIFIED_AFTER_TIMEOUT", tool="book_room")]
+    if dup:
+        findings.insert(0, FindingRow(
+            kind="violation", code="DUPLICATE_EXECUTION", tool="book_room", operation_index=0,
+            detail_json='{"duplicate": {"keyUse": "no_key", "afterTimeout": true}}',
+        ))
+    report = {"verdict": verdict, "certification": "UNVERIFIED_FOR_PRODUCTION",
+              "report": {"verdict": verdict, "scenario": scenario, "honesty": "NOT_MEASURED"}}
+    return RunRecord(
+        run_id=f"run-{i:07d}", experiment="bench", cell_id=f"{model}|{scenario}|{arm}",
+        repetition=i, model=model, prompt="default", patch_arm=arm,
+        patch_text=None if arm == "none" else PATCH_TEXT, upstream=upstream, scenario=scenario,
+        conversation=conversation, status="error" if error else "ok",
+        error="litellm.RateLimitError: slow down" if error else None, verdict=verdict,
+        verdict_reason=None if error else "synthetic", score_overall=None if error or not_tested
+        else (40 if dup else 100), duplicate_found=None if error else dup,
+        real_duplicate=None if error else dup, turns=3, tool_calls=2 if dup else 1,
+        tokens_prompt=rng.randint(800, 2400), tokens_completion=rng.randint(50, 300),
+        cost_usd=rng.random() / 500, latency_ms=rng.uniform(500, 9000),
+        started_at=started + timedelta(seconds=i), finished_at=started + timedelta(seconds=i + 3),
+        harness_version="0.1.0", report_json=None if error else json.dumps(report),
+        operations=[] if error else [OperationRow(
+            index=0, tool="book_room", arguments_json='{"date":"2026-12-01","guest":"Ada"}',
+            attempts=2 if dup else 1, executions=2 if dup else 1, failed_attempts=1,
+            outcome="executed", real_rows=2 if dup else 1,
+        )],
+        findings=[] if error else findings,
+        patches=[PatchRow(patch_id="GHOST_WRITE", severity="CRITICAL", trigger="1 duplicate",
+                          text=PATCH_TEXT)] if dup else [],
+        transcript=[] if error else _transcript(dup, scenario),
+    )
+
+
+def synthetic_runs(n: int, seed: int = 7, start: int = 0) -> list[RunRecord]:
+    """n synthetic runs with a fixed seed; run ids count from start."""
+    rng = random.Random(seed)
+    started = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
+    return [synthetic_run(i, rng, started) for i in range(start, start + n)]
+
+
+def _timed(label: str, fn, *args, **kwargs):
+    start = time.perf_counter()
+    result = fn(*args, **kwargs)
+    elapsed = time.perf_counter() - start
+    print(f"{label:<44} {elapsed:8.2f} s")
+    return result, elapsed
+
+
+def _machine_speed() -> float:
+    """Seconds for a fixed pure-Python loop, to compare figures between machines."""
+    start = time.process_time()
+    sum(range(10_000_000))
+    return time.process_time() - start
+
+
+def main() -> None:
+    """Run the benchmark and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100_000)
+    parser.add_argument("--db", type=Path, default=None, help="default: a temporary file")
+    parser.add_argument("--html", type=Path, default=None, help="also write the HTML here")
+    args = parser.parse_args()
+
+    print(f"{'machine: sum(range(10**7))':<44} {_machine_speed():8.2f} s (CPU)")
+    with tempfile.TemporaryDirectory() as tmp:
+        db = args.db or Path(tmp) / "bench.duckdb"
+        if db.exists():
+            sys.exit(f"{db} exists; give a new path")
+        records, _ = _timed(f"generate {args.runs:,} run records (not N2)", synthetic_runs,
+                            args.runs)
+        # The runner never holds 100,000 records at once; keep the cyclic GC from re-walking
+        # the benchmark's own pile of them during the measured steps.
+        gc.freeze()
+        children = sum(len(r.operations) + len(r.findings) + len(r.patches) + len(r.transcript)
+                       for r in records)
+        print(f"{'':<44} ({children:,} child rows)")
+        bare = [r.model_copy(update={"operations": [], "findings": [], "patches": [],
+                                     "transcript": []}) for r in records]
+        gc.freeze()
+        with Store.open(Path(tmp) / "bare.duckdb") as store:
+            _, t_bare = _timed("store: run rows only (N2's figure)", store.save_runs, bare)
+        with Store.open(db) as store:
+            _, t_store = _timed("store: whole records, one transaction", store.save_runs,
+                                records)
+            extra = synthetic_runs(200, seed=8, start=args.runs)
+            _, t_single = _timed("store: 200 more runs, save_run each", lambda: [
+                store.save_run(r) for r in extra])
+            print(f"{'':<44} ({t_single / len(extra) * 1000:.1f} ms per run)")
+            analysis, t_analyse = _timed("analyse (load, aggregate, drill-down)", analyse, store)
+        html, t_html = _timed("render HTML", render_html, analysis)
+        _, t_md = _timed("render Markdown", render_markdown, analysis)
+        print(f"{'':<44} (HTML {len(html) / 1e6:.1f} MB, {analysis.cells.height} cells, "
+              f"{len(analysis.details)} runs in the drill-down)")
+        if args.html:
+            args.html.write_text(html, encoding="utf-8")
+        print(f"{'N2: store run rows + aggregate + render HTML':<44} "
+              f"{t_bare + t_analyse + t_html:8.2f} s (target < 5 s)")
+        print(f"{'    the same with whole records':<44} {t_store + t_analyse + t_html:8.2f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Read a run store and produce the whole Analysis the reports are rendered from (R6)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import polars as pl
+
+from runner.analysis import cells as cell_mod
+from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS, load_details, pick_detail_runs
+from runner.analysis.model import CONDITION_KEYS, Analysis, ExperimentInfo, Overview
+from runner.store import Store
+from runner.store.rows import utc_naive
+from runner.store.store import Experiments
+
+# Error messages are grouped by their first line, cut here, so that one noisy provider error
+# with a request id in it does not become a thousand groups.
+_ERROR_LABEL_CHARS = 160
+
+
+def _error_groups(runs: pl.DataFrame) -> list[tuple[str, int]]:
+    errors = runs.filter(pl.col("status") == "error")
+    if errors.is_empty():
+        return []
+    label = (
+        pl.col("error").fill_null("(no message)").str.strip_chars()
+        .str.split("\n").list.first().str.slice(0, _ERROR_LABEL_CHARS)
+    )
+    grouped = (
+        errors.group_by(label.alias("label")).agg(runs=pl.len())
+        .sort(["runs", "label"], descending=[True, False])
+    )
+    return [(r[0], r[1]) for r in grouped.iter_rows()]
+
+
+def _experiments(store: Store, runs: pl.DataFrame, experiment: Experiments) -> list[ExperimentInfo]:
+    stored = {r["name"]: r for r in store.load_experiments(experiment).iter_rows(named=True)}
+    per_run = runs.group_by("experiment").agg(
+        runs=pl.len(), first=pl.col("started_at").min(), last=pl.col("started_at").max()
+    )
+    counts = {r["experiment"]: r for r in per_run.iter_rows(named=True)}
+    infos = []
+    for name in sorted(set(stored) | set(counts)):
+        spec, seen = stored.get(name, {}), counts.get(name, {})
+        infos.append(
+            ExperimentInfo(
+                name=name,
+                spec_path=spec.get("spec_path"),
+                first_started=spec.get("first_started") or seen.get("first"),
+                last_started=spec.get("last_started") or seen.get("last"),
+                runs=seen.get("runs", 0),
+            )
+        )
+    return infos
+
+
+def _overview(
+    store: Store, runs: pl.DataFrame, experiment: Experiments, now: datetime
+) -> Overview:
+    ok = runs.filter(pl.col("status") != "error")
+    verdicts = dict(ok.group_by("verdict").agg(n=pl.len()).drop_nulls("verdict").iter_rows())
+    common = {
+        c: runs.get_column(c)[0]
+        for c in CONDITION_KEYS
+        if not runs.is_empty() and runs.get_column(c).n_unique() == 1
+    }
+    return Overview(
+        experiments=_experiments(store, runs, experiment),
+        generated_at=now,
+        harness_versions=sorted(runs.get_column("harness_version").unique().to_list()),
+        runs=runs.height,
+        ok_runs=ok.height,
+        error_runs=runs.height - ok.height,
+        errors=_error_groups(runs),
+        verdicts={v: verdicts.get(v, 0) for v in ("PASS", "FAIL", "NOT_TESTED")},
+        first_started=runs.get_column("started_at").min(),
+        last_finished=runs.get_column("finished_at").max(),
+        common=common,
+        tokens=int((runs["tokens_prompt"] + runs["tokens_completion"]).sum()),
+        cost_usd=float(runs["cost_usd"].sum()),
+    )
+
+
+def analyse(
+    store: Store,
+    experiment: Experiments = None,
+    max_detail_runs: int = DEFAULT_MAX_DETAIL_RUNS,
+    now: datetime | None = None,
+) -> Analysis:
+    """Aggregate the stored runs (all, or of some experiments) into tables and drill-downs."""
+    runs = store.load_runs(experiment, columns=cell_mod.RUN_COLUMNS)
+    cells = cell_mod.cell_table(runs, cell_mod.varying_condition_parts(runs))
+    picked = pick_detail_runs(runs, cells, max_detail_runs)
+    texts = store.patch_texts(experiment).to_dicts()
+    return Analysis(
+        overview=_overview(store, runs, experiment, utc_naive(now or datetime.now(UTC))),
+        cells=cells,
+        before_after=cell_mod.before_after(cells),
+        patch_arms=cell_mod.patch_arms(cells),
+        patch_texts=texts,
+        details=load_details(store, picked),
+        details_left_out=runs.height - picked.height,
+    )

@@ -1,0 +1,90 @@
+"""Analysis -> Markdown tables for a pull-request comment (R7)."""
+
+from __future__ import annotations
+
+from runner.analysis import Analysis, Count
+from runner.html.formatting import num, p_text, pct, score, when
+
+
+def _cell(text: object) -> str:
+    """Text safe inside a Markdown table cell: no pipes, no line breaks, no HTML."""
+    value = str(text).replace("\\", "\\\\").replace("|", "\\|")
+    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(value.split())
+
+
+def _row(cells: list[str]) -> str:
+    # Cells are escaped where they are made: user text through _cell, our numbers as they are.
+    return "| " + " | ".join(cells) + " |"
+
+
+def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    align = ["---:" if i in right else "---" for i in range(len(header))]
+    return [_row(header), "| " + " | ".join(align) + " |", *(_row(r) for r in rows)]
+
+
+def _kn(count: Count | None) -> str:
+    if count is None:
+        return "–"
+    if not count.n:
+        return "0 of 0"
+    return f"{count.k} of {count.n} ({pct(count.rate)})"
+
+
+def render_markdown(analysis: Analysis) -> str:
+    """The before/after-patch table and the per-cell table as GitHub-flavoured Markdown."""
+    ov = analysis.overview
+    names = ", ".join(e.name for e in ov.experiments) or "no experiment"
+    lines = [
+        f"### agent-harness: {_cell(names)}",
+        "",
+        f"{num(ov.runs)} runs, {num(ov.error_runs)} failed to run (left out of the rates); "
+        f"harness {_cell(', '.join(ov.harness_versions) or '–')}; "
+        f"generated {when(ov.generated_at)}.",
+    ]
+    if ov.common:
+        shared = "; ".join(f"{k} {_cell(v)}" for k, v in ov.common.items())
+        lines.append(f"Shared by every run: {shared}.")
+    lines += ["", "#### Runs with double booking, before and after the patch", ""]
+    arms = analysis.patch_arms
+    if analysis.before_after:
+        header = ["Model", "Condition", "Scenario", "Runs with double booking without patch"]
+        header += [_cell(f"with patch ({a})" if len(arms) == 1 else f"with patch {a}")
+                   for a in arms]
+        rows = []
+        for row in analysis.before_after:
+            line = [_cell(row.model), _cell(row.condition), _cell(row.scenario),
+                    _kn(row.unpatched)]
+            for arm in arms:
+                result = row.arms[arm]
+                if result is None:
+                    line.append("–")
+                elif result.p_value is None:
+                    line.append(_kn(result.count))
+                else:
+                    line.append(f"{_kn(result.count)}, {p_text(result.p_value)}")
+            rows.append(line)
+        lines += _table(header, rows, right=set())
+        lines += [
+            "",
+            "p: Fisher's exact test, two-sided, against the runs without patch.",
+        ]
+    else:
+        lines.append("No runs stored.")
+    lines += ["", "#### All cells", ""]
+    header = [
+        "Model", "Condition", "Scenario", "Patch", "Runs", "Failed to run",
+        "Duplicate execution", "95% interval", "PASS", "FAIL", "NOT_TESTED", "Mean score",
+    ]
+    rows = []
+    for c in analysis.cells.iter_rows(named=True):
+        count = Count(c["dup_k"], c["n"])
+        interval = f"{pct(c['ci_low'])}–{pct(c['ci_high'])}" if c["n"] else "–"
+        rows.append([
+            _cell(c["model"]), _cell(c["condition"]), _cell(c["scenario"]),
+            _cell(c["patch_arm"]), num(c["runs"]),
+            num(c["errors"]), _kn(count), interval, num(c["passed"]), num(c["failed"]),
+            num(c["not_tested"]), score(c["mean_score"]),
+        ])
+    lines += _table(header, rows, right={4, 5, 8, 9, 10, 11})
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,59 @@
+"""Analysis -> one self-contained static HTML page (R7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jinja2
+import polars as pl
+
+from runner.analysis import Analysis, Count
+from runner.html.charts import arm_classes, chart_panels
+from runner.html.formatting import FILTERS
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("runner.html", "templates"),
+    # Explicitly on: select_autoescape would not match our ".jinja" names, and a transcript
+    # is untrusted text.
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_ENV.filters.update(FILTERS)
+
+
+def _cell_rows(cells: pl.DataFrame) -> list[dict[str, Any]]:
+    rows = cells.to_dicts()
+    for row in rows:
+        row["dup"] = Count(row["dup_k"], row["n"])
+        row["real"] = Count(row["real_k"], row["real_n"]) if row["real_n"] else None
+    return rows
+
+
+def render_html(analysis: Analysis, title: str | None = None) -> str:
+    """The whole report as one HTML string: tables, inline SVG charts, run drill-downs."""
+    ov = analysis.overview
+    if title is None:
+        names = ", ".join(e.name for e in ov.experiments) or "no experiment"
+        title = f"agent-harness report: {names}"
+    cells = analysis.cells
+    totals = Count(int(cells["dup_k"].sum() or 0), int(cells["n"].sum() or 0))
+    cell_links: dict[int, str] = {}
+    for detail in analysis.details:
+        cell_links.setdefault(detail.cell_no, detail.run["run_id"])
+    template = _ENV.get_template("report.html.jinja")
+    return template.render(
+        title=title,
+        ov=ov,
+        totals=totals,
+        before_after=analysis.before_after,
+        patch_arms=analysis.patch_arms,
+        cells=_cell_rows(cells),
+        cell_links=cell_links,
+        charts=chart_panels(cells, analysis.patch_arms),
+        arm_classes=arm_classes(analysis.patch_arms),
+        patch_texts=analysis.patch_texts,
+        details=analysis.details,
+        left_out=analysis.details_left_out,
+    )

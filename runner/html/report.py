@@ -1,0 +1,48 @@
+"""The entry point the CLI calls: a run store -> a report file on disk."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from runner.analysis import analyse
+from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS
+from runner.html.markdown import render_markdown
+from runner.html.render import render_html
+from runner.store import Store
+from runner.store.store import Experiments
+
+ReportFormat = Literal["html", "md"]
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Replace path in one step, so a reader (or a browser reload) never sees half a page."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_report(
+    db_path: str | Path,
+    out_path: str | Path,
+    fmt: ReportFormat = "html",
+    experiment: Experiments = None,
+    max_detail_runs: int = DEFAULT_MAX_DETAIL_RUNS,
+) -> Path:
+    """Analyse the store at db_path (read-only) and write an HTML or Markdown report."""
+    if fmt not in ("html", "md"):
+        raise ValueError(f"unknown report format {fmt!r}: use html or md")
+    with Store.open(db_path, read_only=True) as store:
+        analysis = analyse(store, experiment, max_detail_runs=max_detail_runs)
+    text = render_html(analysis) if fmt == "html" else render_markdown(analysis)
+    out = Path(out_path)
+    _write_atomically(out, text)
+    return out

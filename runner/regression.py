@@ -1,0 +1,240 @@
+"""Regression check of a sweep against a baseline (R8): pure logic, the CLI wires it up.
+
+A group is model x prompt x upstream x conversation x scenario x patch arm. A group regressed
+when its new duplicate rate lies above the upper bound of the Wilson 95 % interval of the
+baseline's rate for the same group. A group missing on either side never regresses: it is
+listed (new without baseline: "no baseline"; baseline without new runs: `missing`).
+
+The baseline is either a run store (DuckDB file) or a summary exported as JSON:
+
+    {"format": "agent-harness-summary", "version": 1, "generated_at": "...",
+     "experiments": ["nightly"], "harness_versions": ["0.1.0"],
+     "groups": [{"model": "...", "prompt": "...", "upstream": "...", "conversation": "...",
+                 "scenario": "F1", "patch_arm": "none", "runs": 20, "errors": 1,
+                 "k": 3, "n": 19, "rate": 0.158, "ci_low": 0.055, "ci_high": 0.376}]}
+
+Only k and n are read back for the comparison; rate and interval are there for people.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import polars as pl
+from pydantic import BaseModel, ValidationError
+
+from runner.analysis.cells import RUN_COLUMNS
+from runner.analysis.model import CELL_KEYS, Count
+from runner.analysis.stats import wilson_exprs
+from runner.store import Store, StoreError
+from runner.store.rows import utc_naive
+from runner.store.store import Experiments
+
+SUMMARY_FORMAT = "agent-harness-summary"
+SUMMARY_VERSION = 1
+
+GroupKey = tuple[str, str, str, str, str, str]
+
+
+class GroupSummary(BaseModel):
+    """One group's counts in a summary."""
+
+    model: str
+    prompt: str
+    upstream: str
+    conversation: str
+    scenario: str
+    patch_arm: str
+    runs: int
+    errors: int
+    k: int
+    n: int
+    rate: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    @property
+    def key(self) -> GroupKey:
+        """The identity of the group across run sets."""
+        return (self.model, self.prompt, self.upstream, self.conversation, self.scenario,
+                self.patch_arm)
+
+    @property
+    def count(self) -> Count:
+        """k of n runs with a duplicate execution."""
+        return Count(self.k, self.n)
+
+
+class Summary(BaseModel):
+    """A run set reduced to per-group counts: what a baseline needs to keep."""
+
+    format: Literal["agent-harness-summary"] = SUMMARY_FORMAT
+    version: Literal[1] = SUMMARY_VERSION
+    generated_at: datetime
+    experiments: list[str]
+    harness_versions: list[str]
+    groups: list[GroupSummary]
+
+
+def summarise(store: Store, experiment: Experiments = None) -> Summary:
+    """Per-group duplicate counts of the stored runs (error runs excluded from k and n)."""
+    runs = store.load_runs(experiment, columns=RUN_COLUMNS)
+    ok = pl.col("status") != "error"
+    low, high = wilson_exprs("k", "n")
+    groups = (
+        runs.group_by(list(CELL_KEYS))
+        .agg(
+            runs=pl.len(),
+            errors=(~ok).sum(),
+            k=(ok & pl.col("duplicate_found").fill_null(False)).sum(),
+            n=(ok & pl.col("duplicate_found").is_not_null()).sum(),
+        )
+        .with_columns(rate=pl.when(pl.col("n") > 0).then(pl.col("k") / pl.col("n")),
+                      ci_low=low, ci_high=high)
+        .sort(list(CELL_KEYS))
+    )
+    return Summary(
+        generated_at=utc_naive(datetime.now(UTC)),
+        experiments=sorted(runs.get_column("experiment").unique().to_list()),
+        harness_versions=sorted(runs.get_column("harness_version").unique().to_list()),
+        groups=[GroupSummary(**row) for row in groups.to_dicts()],
+    )
+
+
+def export_summary(db: str | Path | Store, experiment: Experiments = None) -> dict:
+    """The JSON-ready summary of a run store (a path or an open store)."""
+    if isinstance(db, Store):
+        return summarise(db, experiment).model_dump(mode="json")
+    with Store.open(db, read_only=True) as store:
+        return summarise(store, experiment).model_dump(mode="json")
+
+
+def load_summary(path: str | Path, experiment: Experiments = None) -> Summary:
+    """A baseline from a summary JSON file or from a run store file."""
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        try:
+            return Summary.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except OSError as err:
+            raise StoreError(f"cannot read baseline {path}: {err.strerror or err}") from err
+        except (ValueError, ValidationError) as err:
+            first = str(err).splitlines()[0]
+            raise StoreError(f"baseline {path} is not an agent-harness summary: {first}") from err
+    with Store.open(path, read_only=True) as store:
+        return summarise(store, experiment)
+
+
+@dataclass(frozen=True)
+class GroupComparison:
+    """One group: its baseline and new counts and whether the new rate regressed."""
+
+    new: GroupSummary
+    baseline: GroupSummary | None
+    regressed: bool
+
+    @property
+    def label(self) -> str:
+        """A one-line name of the group."""
+        g = self.new
+        return (f"{g.model} | {g.upstream}, {g.conversation}, prompt {g.prompt} | "
+                f"{g.scenario} | patch {g.patch_arm}")
+
+    def describe(self) -> str:
+        """What was compared, in one sentence."""
+        new = self.new.count
+        new_text = f"{new.k} of {new.n}" + (f" ({new.rate:.0%})" if new.n else "")
+        if self.baseline is None or not self.baseline.n:
+            return f"duplicate runs {new_text}; no baseline runs for this group"
+        base = self.baseline.count
+        bounds = f"[{base.low:.0%}, {base.high:.0%}]"
+        verb = "above" if self.regressed else "within or below"
+        return (f"duplicate runs {new_text}, {verb} the baseline's 95% interval {bounds} "
+                f"({base.k} of {base.n})")
+
+
+@dataclass(frozen=True)
+class RegressionResult:
+    """Every group of the new run set compared with the baseline."""
+
+    groups: list[GroupComparison]
+    missing: list[GroupSummary] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[GroupComparison]:
+        """The groups whose duplicate rate rose beyond the baseline interval."""
+        return [g for g in self.groups if g.regressed]
+
+    @property
+    def regressed(self) -> bool:
+        """True when any group regressed: the sweep should exit non-zero."""
+        return any(g.regressed for g in self.groups)
+
+
+def _regressed(new: GroupSummary, baseline: GroupSummary | None) -> bool:
+    if baseline is None or not baseline.n or not new.n:
+        return False
+    high = baseline.count.high
+    return high is not None and new.k / new.n > high
+
+
+def compare(baseline: Summary, new: Summary) -> RegressionResult:
+    """Compare each group of `new` with the same group of `baseline`."""
+    base_by_key = {g.key: g for g in baseline.groups}
+    new_keys = {g.key for g in new.groups}
+    groups = [
+        GroupComparison(new=g, baseline=base_by_key.get(g.key),
+                        regressed=_regressed(g, base_by_key.get(g.key)))
+        for g in new.groups
+    ]
+    missing = [g for g in baseline.groups if g.key not in new_keys]
+    return RegressionResult(groups=groups, missing=missing)
+
+
+def compare_to_baseline(
+    baseline_path: str | Path, db_path: str | Path, experiment: Experiments = None
+) -> RegressionResult:
+    """Load the baseline (JSON or DuckDB) and the new run store, and compare them."""
+    baseline = load_summary(baseline_path)
+    with Store.open(db_path, read_only=True) as store:
+        new = summarise(store, experiment)
+    return compare(baseline, new)
+
+
+# Characters XML 1.0 cannot carry at all, not even escaped (a model name could hold one).
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml_safe(text: str) -> str:
+    return _XML_INVALID.sub("\ufffd", text)
+
+
+def junit_xml(result: RegressionResult, suite: str = "agent-harness regression") -> str:
+    """JUnit XML: one testcase per group, a failure element per regression."""
+    failures = len(result.regressions)
+    skipped = sum(1 for g in result.groups if g.baseline is None or not g.baseline.n)
+    attrs = {"name": suite, "tests": str(len(result.groups)), "failures": str(failures),
+             "errors": "0", "skipped": str(skipped)}
+    root = ET.Element("testsuites", {k: v for k, v in attrs.items() if k != "skipped"})
+    suite_el = ET.SubElement(root, "testsuite", attrs)
+    for group in result.groups:
+        # Dots separate packages in most CI viewers; model names like gpt-4.1 contain some.
+        case = ET.SubElement(suite_el, "testcase", {
+            "classname": _xml_safe(f"agent_harness.{group.new.model.replace('.', '_')}"),
+            "name": _xml_safe(group.label), "time": "0",
+        })
+        if group.regressed:
+            failure = ET.SubElement(case, "failure", {
+                "type": "DuplicateRateRegression", "message": _xml_safe(group.describe())})
+            failure.text = _xml_safe(group.describe())
+        elif group.baseline is None or not group.baseline.n:
+            ET.SubElement(case, "skipped", {"message": _xml_safe(group.describe())})
+        else:
+            out = ET.SubElement(case, "system-out")
+            out.text = _xml_safe(group.describe())
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -1,0 +1,199 @@
+"""Numbered schema migrations for the run store (R5).
+
+A migration, once released, never changes: a new column or table is a new migration appended
+to MIGRATIONS. Each one runs in its own transaction and is recorded in `schema_migrations`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import duckdb
+
+from runner.store.errors import SchemaVersionError, StoreError
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: its number, its name and the SQL statements it runs."""
+
+    id: int
+    name: str
+    statements: tuple[str, ...]
+
+
+_M001_INITIAL = (
+    """
+    CREATE TABLE experiments (
+        name VARCHAR PRIMARY KEY,
+        spec_path VARCHAR,
+        spec_text VARCHAR,
+        first_started TIMESTAMP NOT NULL,
+        last_started TIMESTAMP NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE runs (
+        run_id VARCHAR PRIMARY KEY,
+        experiment VARCHAR NOT NULL,
+        cell_id VARCHAR NOT NULL,
+        repetition INTEGER NOT NULL,
+        model VARCHAR NOT NULL,
+        model_params_json VARCHAR NOT NULL,
+        prompt VARCHAR NOT NULL,
+        patch_arm VARCHAR NOT NULL,
+        patch_text VARCHAR,
+        upstream VARCHAR NOT NULL,
+        scenario VARCHAR NOT NULL,
+        conversation VARCHAR NOT NULL,
+        status VARCHAR NOT NULL,
+        error VARCHAR,
+        verdict VARCHAR,
+        verdict_reason VARCHAR,
+        score_overall INTEGER,
+        duplicate_safety DOUBLE,
+        failure_handling DOUBLE,
+        capped BOOLEAN,
+        baseline BOOLEAN,
+        duplicate_found BOOLEAN,
+        real_duplicate BOOLEAN,
+        turns INTEGER NOT NULL,
+        tool_calls INTEGER NOT NULL,
+        tokens_prompt BIGINT NOT NULL,
+        tokens_completion BIGINT NOT NULL,
+        cost_usd DOUBLE NOT NULL,
+        latency_ms DOUBLE NOT NULL,
+        final_answer VARCHAR,
+        started_at TIMESTAMP NOT NULL,
+        finished_at TIMESTAMP NOT NULL,
+        harness_version VARCHAR NOT NULL,
+        report_json VARCHAR,
+        saved_at TIMESTAMP NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE operations (
+        run_id VARCHAR NOT NULL,
+        idx INTEGER NOT NULL,
+        tool VARCHAR NOT NULL,
+        arguments_json VARCHAR NOT NULL,
+        attempts INTEGER NOT NULL,
+        executions INTEGER NOT NULL,
+        failed_attempts INTEGER NOT NULL,
+        outcome VARCHAR NOT NULL,
+        keys_json VARCHAR NOT NULL,
+        real_rows INTEGER
+    )
+    """,
+    # Violations and observations share a shape; SPEC J1/J2 name them apart, so do we.
+    """
+    CREATE TABLE violations (
+        run_id VARCHAR NOT NULL,
+        idx INTEGER NOT NULL,
+        code VARCHAR NOT NULL,
+        tool VARCHAR,
+        operation_index INTEGER,
+        detail_json VARCHAR NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE observations (
+        run_id VARCHAR NOT NULL,
+        idx INTEGER NOT NULL,
+        code VARCHAR NOT NULL,
+        tool VARCHAR,
+        operation_index INTEGER,
+        detail_json VARCHAR NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE patches (
+        run_id VARCHAR NOT NULL,
+        idx INTEGER NOT NULL,
+        patch_id VARCHAR NOT NULL,
+        severity VARCHAR NOT NULL,
+        trigger VARCHAR NOT NULL,
+        text VARCHAR NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE transcripts (
+        run_id VARCHAR NOT NULL,
+        idx INTEGER NOT NULL,
+        role VARCHAR NOT NULL,
+        content VARCHAR NOT NULL,
+        tool_calls_json VARCHAR,
+        tool_call_id VARCHAR,
+        tool_name VARCHAR,
+        is_error BOOLEAN,
+        fault VARCHAR
+    )
+    """,
+)
+
+MIGRATIONS: tuple[Migration, ...] = (Migration(1, "m001_initial", _M001_INITIAL),)
+
+LATEST = MIGRATIONS[-1].id
+
+_CREATE_LEDGER = """
+    CREATE TABLE IF NOT EXISTS schema_migrations (
+        id INTEGER PRIMARY KEY,
+        name VARCHAR NOT NULL,
+        applied_at TIMESTAMP NOT NULL
+    )
+"""
+
+
+def applied(con: duckdb.DuckDBPyConnection) -> dict[int, str]:
+    """The migrations recorded in the database, by id; empty for a fresh database."""
+    # fetchall, not fetchone: DuckDB 2 keeps an unfinished result open on the connection.
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
+    ).fetchall()[0][0]
+    if not exists:
+        return {}
+    return dict(con.execute("SELECT id, name FROM schema_migrations").fetchall())
+
+
+def check_known(done: dict[int, str], where: str) -> None:
+    """Refuse a database written by a newer (or a different) version of the code."""
+    newest = max(done, default=0)
+    if newest > LATEST:
+        raise SchemaVersionError(
+            f"{where} has schema version {newest}, newer than this agent-harness knows "
+            f"({LATEST}); upgrade agent-harness to read it"
+        )
+    known = {m.id: m.name for m in MIGRATIONS}
+    for mid, name in done.items():
+        if known.get(mid) != name:
+            raise SchemaVersionError(
+                f"{where} records migration {mid} as {name!r}, this agent-harness knows it as "
+                f"{known.get(mid)!r}; it was written by another program"
+            )
+
+
+def migrate(con: duckdb.DuckDBPyConnection, where: str) -> list[str]:
+    """Apply every migration the database lacks, in order; return the names applied."""
+    con.execute(_CREATE_LEDGER)
+    done = applied(con)
+    check_known(done, where)
+    ran: list[str] = []
+    for migration in MIGRATIONS:
+        if migration.id in done:
+            continue
+        con.begin()
+        try:
+            for statement in migration.statements:
+                con.execute(statement)
+            con.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                [migration.id, migration.name, datetime.now(UTC).replace(tzinfo=None)],
+            )
+            con.commit()
+        except duckdb.Error as err:
+            con.rollback()
+            first_line = str(err).splitlines()[0]
+            raise StoreError(f"cannot apply {migration.name} to {where}: {first_line}") from err
+        ran.append(migration.name)
+    return ran

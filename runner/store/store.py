@@ -1,0 +1,284 @@
+"""The run store: one DuckDB file holding experiments, runs and everything a run left (R5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from runner.records import RunRecord
+from runner.store import migrations
+from runner.store.errors import SchemaVersionError, StoreError, StoreOpenError
+from runner.store.rows import child_tables, runs_table, utc_naive
+
+DEFAULT_PATH = Path("reports/runs.duckdb")
+
+CHILD_TABLES = ("operations", "violations", "observations", "patches", "transcripts")
+
+Experiments = str | Sequence[str] | None
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open the file, turning every way this can fail into one StoreOpenError line."""
+    if path.is_dir():
+        raise StoreOpenError(f"run store {path} is a folder, not a DuckDB file")
+    if read_only and not path.exists():
+        raise StoreOpenError(f"run store {path} does not exist")
+    if not read_only:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StoreOpenError(
+                f"cannot create the folder for run store {path}: {err.strerror or err}"
+            ) from err
+    try:
+        return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as err:
+        message = str(err)
+        if "not a valid DuckDB database" in message:
+            raise StoreOpenError(f"{path} is not a DuckDB database") from err
+        if "lock" in message.lower():
+            raise StoreOpenError(
+                f"run store {path} is in use by another process (DuckDB allows one writer)"
+            ) from err
+        raise StoreOpenError(f"cannot open run store {path}: {_first_line(err)}") from err
+
+
+def _experiment_filter(experiment: Experiments, column: str = "experiment") -> tuple[str, list]:
+    """A WHERE clause and its parameters selecting one, several or all experiments."""
+    if experiment is None:
+        return "", []
+    names = [experiment] if isinstance(experiment, str) else list(experiment)
+    if not names:
+        return " WHERE false", []
+    return f" WHERE {column} IN ({', '.join('?' for _ in names)})", names
+
+
+class Store:
+    """A DuckDB run store. Use `Store.open(path)`; one writing process per file."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, read_only: bool) -> None:
+        self._con = con
+        self.path = path
+        self.read_only = read_only
+
+    @classmethod
+    def open(cls, path: str | Path = DEFAULT_PATH, *, read_only: bool = False) -> Store:
+        """Open (and create or migrate) the store at path; read_only never changes the file."""
+        path = Path(path)
+        con = _connect(path, read_only)
+        try:
+            if read_only:
+                done = migrations.applied(con)
+                migrations.check_known(done, str(path))
+                if max(done, default=0) < migrations.LATEST:
+                    raise SchemaVersionError(
+                        f"run store {path} has an older schema; open it once for writing "
+                        "(e.g. `agent-harness report`) to upgrade it"
+                    )
+            else:
+                migrations.migrate(con, str(path))
+        except StoreError:
+            con.close()
+            raise
+        except duckdb.Error as err:
+            con.close()
+            raise StoreOpenError(f"cannot read run store {path}: {_first_line(err)}") from err
+        return cls(con, path, read_only)
+
+    def close(self) -> None:
+        """Close the connection; the store object is unusable afterwards."""
+        self._con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def schema_version(self) -> int:
+        """The newest migration applied to this file."""
+        return max(migrations.applied(self._con), default=0)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def save_experiment(
+        self, name: str, spec_path: str | Path | None, spec_text: str | None,
+        started_at: datetime | None = None,
+    ) -> None:
+        """Record that an experiment (re)started: keep its first start, update spec and last."""
+        moment = utc_naive(started_at or datetime.now(UTC))
+        try:
+            self._con.execute(
+                """
+                INSERT INTO experiments VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (name) DO UPDATE SET
+                    spec_path = excluded.spec_path,
+                    spec_text = excluded.spec_text,
+                    last_started = excluded.last_started
+                """,
+                [name, None if spec_path is None else str(spec_path), spec_text, moment, moment],
+            )
+        except duckdb.Error as err:
+            raise StoreError(f"cannot save experiment {name!r}: {_first_line(err)}") from err
+
+    def save_run(self, record: RunRecord) -> None:
+        """Store one finished run in one transaction, replacing a stored run with its id."""
+        self.save_runs([record])
+
+    def save_runs(self, records: Iterable[RunRecord]) -> None:
+        """Store a batch of runs in one transaction; within the batch the last of an id wins."""
+        by_id = {r.run_id: r for r in records}
+        if not by_id:
+            return
+        batch = list(by_id.values())
+        tables = {"runs": runs_table(batch, datetime.now(UTC)), **child_tables(batch)}
+        self._write(tables)
+
+    def _write(self, tables: dict[str, pa.Table]) -> None:
+        con = self._con
+        names = {table: f"_batch_{table}" for table in tables}
+        con.begin()
+        try:
+            for table, arrow in tables.items():
+                con.register(names[table], arrow)
+            # Child tables have no index, so a DELETE scans them: skip it in the usual case
+            # of runs that are not stored yet.
+            if self._stored_count(names["runs"]):
+                for table in ("runs", *CHILD_TABLES):
+                    con.execute(
+                        f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM {names['runs']})"
+                    )
+            for table in ("runs", *CHILD_TABLES):
+                if tables[table].num_rows:
+                    con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {names[table]}")
+            con.commit()
+        except duckdb.Error as err:
+            con.rollback()
+            raise StoreError(f"cannot save runs to {self.path}: {_first_line(err)}") from err
+        except BaseException:
+            # BaseException on purpose: after a KeyboardInterrupt mid-batch no open transaction
+            # may remain for a later commit to half-apply.
+            con.rollback()
+            raise
+        finally:
+            for name in names.values():
+                con.unregister(name)
+
+    def _stored_count(self, batch_view: str) -> int:
+        return int(
+            self._con.execute(
+                f"SELECT count(*) FROM runs WHERE run_id IN (SELECT run_id FROM {batch_view})"
+            ).fetchall()[0][0]
+        )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def finished_run_ids(self, experiment: str, include_errors: bool = True) -> set[str]:
+        """Ids of the runs stored for an experiment; without errors, failed runs get re-run."""
+        sql = "SELECT run_id FROM runs WHERE experiment = ?"
+        if not include_errors:
+            sql += " AND status <> 'error'"
+        return {row[0] for row in self._con.execute(sql, [experiment]).fetchall()}
+
+    def experiment_names(self) -> list[str]:
+        """Every experiment that has runs or a spec in the store, sorted."""
+        rows = self._con.execute(
+            "SELECT name FROM experiments UNION SELECT DISTINCT experiment FROM runs ORDER BY 1"
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    def load_experiments(self, experiment: Experiments = None) -> pl.DataFrame:
+        """The experiments table (name, spec path and text, first and last start)."""
+        where, params = _experiment_filter(experiment, "name")
+        return self._con.sql(
+            f"SELECT * FROM experiments{where} ORDER BY name", params=params
+        ).pl()
+
+    def load_runs(
+        self,
+        experiment: Experiments = None,
+        columns: Sequence[str] | None = None,
+        include_report: bool = False,
+    ) -> pl.DataFrame:
+        """Run rows as a polars DataFrame; the raw report JSON only when asked for."""
+        if columns is None:
+            wanted = [c for c in self._columns("runs") if include_report or c != "report_json"]
+        else:
+            wanted = list(columns)
+        known = set(self._columns("runs"))
+        unknown = [c for c in wanted if c not in known]
+        if unknown:
+            raise StoreError(f"runs has no column(s) {', '.join(unknown)}")
+        where, params = _experiment_filter(experiment)
+        select = ", ".join(f'"{c}"' for c in wanted)
+        return self._con.sql(
+            f"SELECT {select} FROM runs{where} ORDER BY run_id", params=params
+        ).pl()
+
+    def patch_texts(self, experiment: Experiments = None) -> pl.DataFrame:
+        """Distinct (patch_arm, patch_text) of the patched runs, with how many runs used each."""
+        where, params = _experiment_filter(experiment)
+        where = f"{where} AND" if where else " WHERE"
+        return self._con.sql(
+            f"SELECT patch_arm, patch_text, count(*) AS runs FROM runs{where} "
+            "patch_arm <> 'none' GROUP BY ALL ORDER BY patch_arm, runs DESC, patch_text",
+            params=params,
+        ).pl()
+
+    def load_children(self, table: str, run_ids: Sequence[str]) -> pl.DataFrame:
+        """Rows of a child table (operations, findings, patches, transcripts) for some runs."""
+        if table not in CHILD_TABLES:
+            raise StoreError(f"unknown child table {table!r}")
+        with self._ids_view(run_ids) as view:
+            return self._con.sql(
+                f"SELECT * FROM {table} WHERE run_id IN (SELECT run_id FROM {view}) "
+                "ORDER BY run_id, idx"
+            ).pl()
+
+    def load_runs_by_id(self, run_ids: Sequence[str]) -> pl.DataFrame:
+        """Whole run rows, raw report JSON included, for some run ids."""
+        with self._ids_view(run_ids) as view:
+            return self._con.sql(
+                f"SELECT * FROM runs WHERE run_id IN (SELECT run_id FROM {view}) ORDER BY run_id"
+            ).pl()
+
+    @contextmanager
+    def _ids_view(self, run_ids: Sequence[str]) -> Iterator[str]:
+        """A temporary view of run ids to join with, however many there are."""
+        ids = pa.table({"run_id": pa.array(list(run_ids), type=pa.string())})
+        self._con.register("_wanted_ids", ids)
+        try:
+            yield "_wanted_ids"
+        finally:
+            self._con.unregister("_wanted_ids")
+
+    def count(self, table: str) -> int:
+        """Number of rows in one of the store's tables (for checks and the overview)."""
+        if table not in ("experiments", "runs", *CHILD_TABLES):
+            raise StoreError(f"unknown table {table!r}")
+        return int(self._con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
+
+    def _columns(self, table: str) -> list[str]:
+        rows = self._con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+            "ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+        return [row[0] for row in rows]

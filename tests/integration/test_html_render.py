@@ -1,0 +1,235 @@
+"""The static HTML report (R7) rendered from a small hand-made run store."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from html.parser import HTMLParser
+
+import pytest
+
+from runner.html import write_report
+from runner.records import FindingRow, OperationRow, PatchRow, RunRecord, TranscriptEntry
+from runner.store import Store, StoreOpenError
+
+T0 = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
+HOSTILE = (
+    '</pre></div></details><script>alert("x")</script>'
+    '<img src="https://evil.example/p.png" onerror="alert(1)">'
+    '<a href="javascript:alert(2)">x</a>{{ 7*7 }}'
+)
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+        "track", "wbr"}
+# SVG elements written self-closing (<rect/>): the parser reports them as start-end tags.
+
+
+class Page(HTMLParser):
+    """Collects tags, attributes, text and unbalanced closing tags of a page."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"unexpected </{tag}> with open {self.stack[-3:]}")
+            return
+        self.stack.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    def find(self, tag: str, **attrs: str) -> list[dict[str, str | None]]:
+        return [a for t, a in self.tags if t == tag and all(a.get(k) == v for k, v in
+                                                              attrs.items())]
+
+
+def run(i: int, model: str, arm: str, dup: bool, **fields) -> RunRecord:
+    call = json.dumps([{"id": "call_1", "type": "function",
+                        "function": {"name": "book_room", "arguments": '{"guest": "Ada"}'}}])
+    base = dict(
+        run_id=f"run-{i:03d}", experiment="exp", cell_id=f"{model}/{arm}", repetition=i,
+        model=model, prompt="default", patch_arm=arm,
+        patch_text=None if arm == "none" else "Check before you retry.", upstream="booking",
+        scenario="F1", conversation="follow-up 'please try again'", status="ok",
+        verdict="FAIL" if dup else "PASS", verdict_reason="why", duplicate_found=dup,
+        real_duplicate=dup, score_overall=40 if dup else 100, started_at=T0, finished_at=T0,
+        harness_version="0.1.0", report_json=json.dumps({"verdict": "FAIL" if dup else "PASS"}),
+        operations=[OperationRow(index=0, tool="book_room", arguments_json='{"guest":"Ada"}',
+                                 attempts=2, executions=2 if dup else 1, failed_attempts=1,
+                                 outcome="executed", real_rows=2 if dup else 1)],
+        findings=[FindingRow(kind="violation", code="DUPLICATE_EXECUTION")] if dup else [],
+        patches=[PatchRow(patch_id="GHOST_WRITE", severity="CRITICAL", trigger="1 duplicate",
+                          text="Never re-send blindly.")] if dup else [],
+        transcript=[
+            TranscriptEntry(idx=0, role="user", content="Book a room for Ada."),
+            TranscriptEntry(idx=1, role="assistant", tool_calls_json=call),
+            TranscriptEntry(idx=2, role="tool", tool_call_id="call_1", tool_name="book_room",
+                            content="timeout", is_error=True, fault="F1"),
+        ],
+    )
+    base.update(fields)
+    return RunRecord(**base)
+
+
+def hand_made_runs() -> list[RunRecord]:
+    records = [run(i, "alpha", "none", i < 4) for i in range(5)]
+    records += [run(10 + i, "alpha", "auto", i < 1) for i in range(5)]
+    records += [run(20 + i, "beta", "none", i < 2) for i in range(3)]
+    records.append(run(30, "beta", "none", False, status="error", verdict=None,
+                       duplicate_found=None, real_duplicate=None, error="provider down"))
+    # The hostile run has a finding so the drill-down always shows it.
+    records.append(run(40, "beta", "auto", True, final_answer=HOSTILE, transcript=[
+        TranscriptEntry(idx=0, role="user", content=HOSTILE),
+        TranscriptEntry(idx=1, role="assistant", tool_calls_json=HOSTILE),
+        TranscriptEntry(idx=2, role="tool", tool_name=HOSTILE, content=HOSTILE, is_error=True,
+                        fault=HOSTILE),
+    ], findings=[FindingRow(kind="violation", code="DUPLICATE_EXECUTION", tool=HOSTILE,
+                            detail_json=json.dumps({"note": HOSTILE}))],
+        patch_text=HOSTILE, report_json=HOSTILE))
+    return records
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("html") / "runs.duckdb"
+    with Store.open(path) as store:
+        store.save_runs(hand_made_runs())
+        store.save_experiment("exp", "experiments/exp.yaml", "spec")
+    return path
+
+
+@pytest.fixture(scope="module")
+def html(db, tmp_path_factory) -> str:
+    out = write_report(db, tmp_path_factory.mktemp("out") / "report.html")
+    return out.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def page(html) -> Page:
+    parser = Page()
+    parser.feed(html)
+    parser.close()
+    return parser
+
+
+def test_page_is_well_formed(page):  # R7
+    assert page.errors == []
+    assert page.stack == []
+
+
+def test_page_has_no_script_and_no_external_resource(page, html):  # R7
+    assert page.find("script") == [] and page.find("link") == [] and page.find("iframe") == []
+    for _tag, attrs in page.tags:
+        for name in ("src", "href", "action", "srcset", "data", "poster"):
+            value = attrs.get(name)
+            if value is not None:
+                assert value.startswith("#"), (name, value)
+        assert not any(name.startswith("on") for name in attrs)
+    assert not re.search(r"url\(|@import", html)
+
+
+def test_hostile_transcript_text_is_shown_as_text(page, html):  # R7
+    text = "".join(page.text)
+    assert HOSTILE in text
+    # Hostile text may sit (escaped) in a tooltip, never in an attribute that loads or runs.
+    carriers = {name for _t, a in page.tags for name, v in a.items() if v and "evil" in v}
+    assert carriers <= {"title"}
+    # Jinja syntax in data is not evaluated.
+    assert "{{ 7*7 }}" in text and "49" not in text.replace("{{ 7*7 }}", "")
+
+
+def test_content_security_policy_forbids_everything_but_inline_style(page):
+    (csp,) = page.find("meta", **{"http-equiv": "Content-Security-Policy"})
+    assert csp["content"].startswith("default-src 'none'")
+
+
+def test_before_after_table_carries_findable_counts(page):  # R6, R7
+    tables = page.find("table", id="before-after")
+    assert len(tables) == 1
+    cells = [(a["data-k"], a["data-n"], a.get("data-label")) for _t, a in page.tags
+             if "data-k" in a and a.get("data-label")]
+    # alpha: 4 of 5 without patch, 1 of 5 with; beta: 2 of 3 without (one error left out),
+    # 1 of 1 with.
+    assert cells == [
+        ("4", "5", "Without patch"), ("1", "5", "With patch auto"),
+        ("2", "3", "Without patch"), ("1", "1", "With patch auto"),
+    ]
+
+
+def test_overview_counts_runs_and_failures(page):
+    (total,) = page.find("div", id="total-runs")
+    (errors,) = page.find("div", id="error-runs")
+    assert (total["data-n"], errors["data-n"]) == ("15", "1")
+    text = "".join(page.text)
+    assert "provider down" in text
+    assert "exp" in text and "experiments/exp.yaml" in text
+
+
+def test_per_cell_table_and_charts_are_present(page):
+    assert len(page.find("table", id="cells")) == 1
+    rows = [a for t, a in page.tags if t == "tr" and (a.get("id") or "").startswith("cell-")]
+    assert len(rows) == 4
+    charts = page.find("svg", **{"class": "chart"})
+    assert len(charts) == 1
+    assert all(c.get("role") == "img" for c in charts)
+
+
+def test_drill_down_shows_fault_is_error_and_ground_truth(page):
+    text = "".join(page.text)
+    assert "injected fault: F1" in text and "isError" in text
+    assert page.find("tr", **{"class": "mismatch"}) == []
+    runs = page.find("details", **{"class": "run"})
+    assert len(runs) == 15
+
+
+def test_drill_down_is_bounded_and_says_how_many_were_left_out(db, tmp_path):  # R7
+    out = write_report(db, tmp_path / "r.html", max_detail_runs=5)
+    page = Page()
+    page.feed(out.read_text(encoding="utf-8"))
+    runs = page.find("details", **{"class": "run"})
+    assert len(runs) == 5
+    (left,) = page.find("strong", id="runs-left-out")
+    assert left["data-n"] == "10"
+    # One run per cell at least: four cells, each linked to a shown run.
+    shown = {a["id"] for a in runs}
+    links = [a["href"] for t, a in page.tags if t == "a" and (a.get("href") or "").startswith(
+        "#run-")]
+    assert len(links) >= 4 and {h[1:] for h in links} <= shown
+
+
+def test_markdown_format(db, tmp_path):
+    out = write_report(db, tmp_path / "r.md", fmt="md")
+    assert out.read_text(encoding="utf-8").startswith("### agent-harness: exp")
+
+
+def test_unknown_format_is_refused(db, tmp_path):
+    with pytest.raises(ValueError):
+        write_report(db, tmp_path / "r.pdf", fmt="pdf")  # type: ignore[arg-type]
+
+
+def test_report_of_a_missing_store_is_a_clear_error(tmp_path):
+    with pytest.raises(StoreOpenError):
+        write_report(tmp_path / "missing.duckdb", tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_an_empty_store_renders(tmp_path):
+    db = tmp_path / "empty.duckdb"
+    Store.open(db).close()
+    page = Page()
+    page.feed(write_report(db, tmp_path / "r.html").read_text(encoding="utf-8"))
+    assert page.errors == []
+    assert "No runs stored." in "".join(page.text)
