@@ -23,13 +23,17 @@ $(E2E_STAMP): tests/e2e/thirdparty/package.json tests/e2e/thirdparty/package-loc
 	touch $(E2E_STAMP)
 
 run: setup
-	$(BIN)/agent-harness run experiments/example.yaml
+	$(BIN)/agent-harness run experiments/example.yaml --db reports/runs.duckdb
+	$(BIN)/agent-harness report --db reports/runs.duckdb --experiment example -o reports/example.html
 
 test: setup e2e-deps
 	$(BIN)/pytest -q
 
 bench: setup
 	$(BIN)/python bench/judge.py
+	$(BIN)/python bench/proxy_overhead.py
+	$(BIN)/python bench/runner.py
+	$(BIN)/python bench/analysis.py
 
 lint: setup
 	$(BIN)/ruff check harness runner tests bench

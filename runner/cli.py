@@ -101,3 +101,66 @@ def run_command(
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+@app.command("report")
+def report_command(
+    db: Annotated[Path, typer.Option("--db", help="The run store to report on.")] = Path(
+        "reports/runs.duckdb"
+    ),
+    out: Annotated[
+        Path | None, typer.Option("-o", "--out", help="Output file (default reports/NAME.html).")
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="html (one self-contained page) or md (tables for a pull-request comment).",
+        ),
+    ] = "html",
+    experiment: Annotated[
+        str | None,
+        typer.Option("--experiment", help="Only this experiment (default: all in the store)."),
+    ] = None,
+    max_detail_runs: Annotated[
+        int, typer.Option("--max-detail-runs", min=0, help="Runs shown in full in the drill-down.")
+    ] = 200,
+) -> None:
+    """Render the stored runs as one static HTML page (or Markdown): tables, charts, every run."""
+    from runner.report_commands import report
+
+    raise typer.Exit(report(db, out, fmt, experiment, max_detail_runs))
+
+
+@app.command("sweep")
+def sweep_command(
+    spec: Annotated[
+        Path, typer.Argument(help="The experiment spec, e.g. experiments/nightly.yaml.")
+    ],
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline", help="A run store (DuckDB) or an exported JSON summary to compare with."
+        ),
+    ] = None,
+    db: Annotated[Path, typer.Option("--db", help="Where this sweep's runs are stored.")] = Path(
+        "reports/runs.duckdb"
+    ),
+    junit: Annotated[
+        Path | None, typer.Option("--junit", help="Write JUnit XML here (one test per cell group).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("-o", "--out", help="HTML report (default reports/NAME.html).")
+    ] = None,
+    export_baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--export-baseline", help="Also write this sweep's summary as a JSON baseline."
+        ),
+    ] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, max=256)] = None,
+) -> None:
+    """Regression sweep: run (resumably), compare duplicate rates with a baseline; exit 2 on a regression."""
+    from runner.report_commands import sweep
+
+    raise typer.Exit(sweep(spec, baseline, db, junit, out, export_baseline, concurrency))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import secrets
 from pathlib import Path
 from typing import Any, TextIO
 
 from harness import CERTIFICATION, __version__, jsonutil
+from harness.atomicfile import write_atomically
 from harness.benchmark.run import BENCHMARK_RETRY_AFTER_S, AgentResult, BenchmarkResult
 from harness.judge import FAIL
 from harness.render import score_table
@@ -143,16 +142,8 @@ def report_dict(result: BenchmarkResult) -> dict[str, Any]:
 
 
 def write_json_atomically(path: Path, data: Any) -> None:
-    """Write JSON to a fresh temp file beside `path`, then rename it over `path` (as O4)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(tmp, "x", encoding="utf-8") as f:  # exclusive: never write through a planted file
-            f.write(jsonutil.dumps(data) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Write JSON (one line and a newline) atomically."""
+    write_atomically(path, jsonutil.dumps(data) + "\n")
 
 
 class ProgressLine:

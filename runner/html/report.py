@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Literal
 
+from harness.atomicfile import write_atomically
 from runner.analysis import analyse
 from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS
 from runner.html.markdown import render_markdown
@@ -15,19 +14,6 @@ from runner.store import Store
 from runner.store.store import Experiments
 
 ReportFormat = Literal["html", "md"]
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Replace path in one step, so a reader (or a browser reload) never sees half a page."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_report(
@@ -44,5 +30,5 @@ def write_report(
         analysis = analyse(store, experiment, max_detail_runs=max_detail_runs)
     text = render_html(analysis) if fmt == "html" else render_markdown(analysis)
     out = Path(out_path)
-    _write_atomically(out, text)
+    write_atomically(out, text)
     return out
