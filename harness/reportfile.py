@@ -4,23 +4,64 @@ Each write goes to `<file>.<pid>.<random>.tmp`, created exclusively in the same 
 renamed over the target, so a reader (or a crash at any moment) sees either the previous
 complete report or the new one. A symlink target is resolved once and written through. A second
 proxy on the same file is refused by an advisory lock on `<file>.lock`.
+
+On Linux the rename is an atomic exchange (renameat2 RENAME_EXCHANGE) followed by unlinking the
+old report: readers see exactly what a rename shows them, but ext4 does not flush the new file
+to disk first, as it does on every rename over an existing file (auto_da_alloc). That flush
+cost ~2 ms per write of a 1.5 MB report, twice per call (SPEC N1, bench/proxy_overhead.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import fcntl
 import os
 import secrets
 import stat
+import sys
 from pathlib import Path
+from typing import Any
 
 from harness import CERTIFICATION, __version__, jsonutil
 from harness.errors import ReportFileError
+from harness.reportwriter import SlottedPublisher
 
 
 def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
+
+
+def _load_renameat2() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        func = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # no libc symbol (glibc < 2.28, other libcs)
+        return None
+    func.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    func.restype = ctypes.c_int
+    return func
+
+
+_RENAMEAT2 = _load_renameat2()
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+# The filesystem cannot exchange (NFS, FUSE, ...) or the kernel is too old: rename instead.
+_NO_EXCHANGE = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV, errno.EPERM}
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap the two paths atomically; False when that is not possible here (or b is missing)."""
+    if _RENAMEAT2 is None:
+        return False
+    if _RENAMEAT2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code == errno.ENOENT or code in _NO_EXCHANGE:
+        return False
+    raise OSError(code, os.strerror(code), b)
 
 
 _IOV_MAX = 1024
@@ -50,6 +91,7 @@ class ReportFile:
         self.requested = path
         self.target = self._validate(path)
         self._lock_fd = self._lock()
+        self._publisher: SlottedPublisher | None = None
 
     @staticmethod
     def _validate(path: str) -> Path:
@@ -87,8 +129,20 @@ class ReportFile:
             ) from None
         return fd
 
+    def publish(self, pieces: list[tuple[object, bytes]]) -> None:
+        """Publish a rendered report, writing only the slots that changed where it can (O3)."""
+        if self._publisher is None:
+            self._publisher = SlottedPublisher(self.target, self._checked_switch)
+        try:
+            self._publisher.publish(pieces)
+        except OSError as exc:
+            raise ReportFileError(f"{self.requested}: cannot write report: {_reason(exc)}") from exc
+
     def release(self) -> None:
         """Drop the advisory lock (the lock file stays: removing it would race a waiter)."""
+        if self._publisher is not None:
+            self._publisher.close()
+            self._publisher = None
         if self._lock_fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self._lock_fd)
@@ -111,13 +165,31 @@ class ReportFile:
             finally:
                 os.close(fd)
             self._check_still_regular()
-            os.replace(tmp, self.target)
+            self._switch(tmp)
         except (OSError, ReportFileError) as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             if isinstance(exc, ReportFileError):
                 raise
             raise ReportFileError(f"{self.requested}: cannot write report: {_reason(exc)}") from exc
+
+    def _checked_switch(self, tmp: str) -> None:
+        self._check_still_regular()
+        self._switch(tmp)
+
+    def _switch(self, tmp: str) -> None:
+        """Make `tmp` the report: an exchange where the system allows it, else a rename."""
+        if _exchange(tmp, str(self.target)):
+            # `tmp` now names what was at the target. A rename would have refused to replace
+            # anything but a file, so put back whatever else appeared there since the check.
+            if not stat.S_ISREG(os.lstat(tmp).st_mode):
+                _exchange(tmp, str(self.target))
+                raise ReportFileError(
+                    f"{self.requested}: the report file is no longer a regular file"
+                )
+            os.unlink(tmp)
+            return
+        os.replace(tmp, self.target)
 
     def _check_still_regular(self) -> None:
         try:

@@ -118,23 +118,26 @@ class Session:
     def judgement(self) -> Judgement:
         return judgement_of(self.judge)
 
-    def report_file_parts(self, status: str) -> list[bytes]:
-        """O2: the report file's JSON as UTF-8 pieces; only what changed is re-serialised."""
-        report, v, score = self.text.render_parts()
-        head = jsonutil.dumps(
-            {"verdict": v.verdict, "status": status, "certification": CERTIFICATION}
-        )
+    def report_file_pieces(self, status: str) -> list[tuple[Any, bytes]]:
+        """O2: the report file's JSON as keyed UTF-8 pieces; only what changed is re-serialised."""
+        report, v, score = self.text.render_pieces()
+        head = jsonutil.dumps({"verdict": v.verdict, "status": status, "certification": CERTIFICATION})
         tail = (
             f',"score":{jsonutil.dumps(score)}'
             f',"patches":{jsonutil.dumps(build_patches(self.judge.totals.flavours))}'
             f',"toolClassification":{jsonutil.dumps(self.classification.as_json())}'
             f',"harnessVersion":{jsonutil.dumps(__version__)}}}'
         )
-        return [head[:-1].encode() + b',"report":', *report, tail.encode()]
+        (_, report_head), *rest = report
+        return [
+            ("file.head", head[:-1].encode() + b',"report":' + report_head),
+            *rest,
+            ("file.tail", tail.encode()),
+        ]
 
     def report_file_text(self, status: str) -> str:
         """The report file's JSON text."""
-        return b"".join(self.report_file_parts(status)).decode()
+        return b"".join(b for _, b in self.report_file_pieces(status)).decode()
 
 
 class EventList:

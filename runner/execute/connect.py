@@ -141,7 +141,7 @@ async def in_process_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
     to_proxy, from_proxy, to_upstream, from_upstream = (MemoryPipe() for _ in range(4))
     proxy = Proxy(
         config, session, to_proxy, from_proxy, from_upstream, to_upstream,
-        write_report=lambda parts: report.write_bytes(b"".join(parts)),
+        write_report=lambda pieces: report.write_bytes(b"".join(b for _, b in pieces)),
     )  # fmt: skip
 
     async def upstream() -> None:
