@@ -1,0 +1,114 @@
+"""The HTML report of a real (scripted, offline) experiment, opened in headless Chromium (R7)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+pytestmark = pytest.mark.slow
+
+SPEC = """\
+name: browser-check
+models: [scripted/obeys-retry-request, scripted/careful]
+prompts:
+  - name: plain
+    text: You are a hotel booking assistant. Use the tools to do what the user asks.
+patches: [none, auto]
+upstreams:
+  - name: booking
+    builtin: booking
+scenarios: [F1]
+conversations:
+  - name: try-again
+    user: "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
+    follow_ups: ["That did not work. Please try again."]
+runs: 3
+concurrency: 4
+"""
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).parent / "agent-harness"
+    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("report")
+    (root / "spec.yaml").write_text(SPEC)
+    db = root / "runs.duckdb"
+    ran = cli("run", "spec.yaml", "--db", str(db), cwd=root)
+    assert ran.returncode == 0, ran.stderr
+    out = root / "report.html"
+    made = cli("report", "--db", str(db), "-o", str(out), cwd=root)
+    assert made.returncode == 0, made.stderr
+    assert f"Report written to {out}" in made.stdout
+    return db, out
+
+
+def stored_counts(db: Path) -> dict[tuple[str, str], tuple[int, int]]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(
+            "SELECT model, patch_arm, count(*) FILTER (WHERE duplicate_found), count(*) "
+            "FROM runs WHERE status = 'ok' GROUP BY ALL"
+        ).fetchall()
+    return {(model, arm): (k, n) for model, arm, k, n in rows}
+
+
+def test_r7_report_loads_offline_without_console_errors(chromium, experiment, tmp_path):
+    _, html = experiment
+    page = chromium.new_page(html)
+    try:
+        assert page.console_errors() == []
+        assert all(url.startswith(("file:", "data:", "about:")) for url in page.requested_urls())
+        assert page.evaluate("document.querySelectorAll('script[src], link[href^=http]').length") == 0
+        shot = tmp_path / "report.png"
+        page.screenshot(shot)
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+    finally:
+        page.close()
+
+
+def test_r6_r7_before_after_table_shows_the_stored_counts(chromium, experiment):
+    db, html = experiment
+    counts = stored_counts(db)
+    # The scripted agent that obeys "please try again" books twice without the patch and checks
+    # first with the harness's own GHOST_WRITE patch: 3 of 3 before, 0 of 3 after.
+    assert counts[("scripted/obeys-retry-request", "none")] == (3, 3)
+    assert counts[("scripted/obeys-retry-request", "auto")] == (0, 3)
+    page = chromium.new_page(html)
+    try:
+        rows = page.evaluate(
+            """[...document.querySelectorAll('#before-after tbody tr')].map(tr => ({
+                 text: tr.innerText,
+                 cells: [...tr.querySelectorAll('[data-k]')].map(td => [td.dataset.k, td.dataset.n])
+               }))"""
+        )
+    finally:
+        page.close()
+    models = {model for model, _ in counts}
+    cells_by_model = {m: row["cells"] for row in rows for m in models if m in row["text"]}
+    assert set(cells_by_model) == models
+    for model in models:
+        expected = [[str(k), str(n)] for k, n in (counts[(model, "none")], counts[(model, "auto")])]
+        assert cells_by_model[model] == expected
+
+
+def test_r7_markdown_report_for_a_pull_request(experiment, tmp_path):
+    db, _ = experiment
+    out = tmp_path / "report.md"
+    made = cli("report", "--db", str(db), "--format", "md", "-o", str(out), cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    text = out.read_text()
+    assert "| scripted/obeys-retry-request |" in text
+    assert "3 of 3" in text and "0 of 3" in text
+    assert "<" not in text.replace("<br>", "")  # plain Markdown, no HTML leaking in
+
+
+def test_r7_report_of_a_missing_store_is_one_clear_error(tmp_path):
+    made = cli("report", "--db", str(tmp_path / "nothing.duckdb"), cwd=tmp_path)
+    assert made.returncode == 1
+    assert made.stderr.strip().count("\n") == 0
+    assert "no run store here" in made.stderr
