@@ -15,6 +15,7 @@ Run: .venv/bin/python bench/judge.py [--sizes 5000,50000]
 from __future__ import annotations
 
 import argparse
+import gc
 import platform
 import time
 
@@ -53,13 +54,20 @@ def record_session(writes: int) -> tuple[list, list[int]]:
     return log.events, boundaries
 
 
-def measure(writes: int) -> dict[str, float]:
+def measure(writes: int, repeats: int = 3) -> dict[str, float]:
     events, boundaries = record_session(writes)
-    judge = Judge()
-    start = time.perf_counter_ns()
-    for event in events:
-        judge.feed(event)
-    feed_ns = (time.perf_counter_ns() - start) / len(events)
+    # The proxy never holds its events (the judge keeps only what it needs): keep the list out
+    # of the garbage collector's way, as it would be.
+    gc.collect()
+    gc.freeze()
+    feed_ns = float("inf")
+    for _ in range(repeats):  # the best of a few: this machine is shared
+        judge = Judge()
+        start = time.perf_counter_ns()
+        for event in events:
+            judge.feed(event)
+        feed_ns = min(feed_ns, (time.perf_counter_ns() - start) / len(events))
+        del judge
 
     judge = Judge()
     text = ReportText(judge)
@@ -82,6 +90,7 @@ def measure(writes: int) -> dict[str, float]:
             render_calls += 1
         elif call % 1000 == 0:
             text.render()  # keep the cached fragments warm, as a proxy would
+    gc.unfreeze()
     return {
         "events": len(events),
         "feed_us": feed_ns / 1000,
