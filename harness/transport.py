@@ -144,11 +144,15 @@ async def mcp_streams(reader: LineReader, writer: LineWriter) -> AsyncIterator[t
         async with read_send:
             while (line := await reader.read_line()) is not None:
                 try:
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    item: SessionMessage | Exception = SessionMessage(
+                        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    )
                 except ValueError as exc:
-                    await read_send.send(exc)
-                    continue
-                await read_send.send(SessionMessage(message))
+                    item = exc
+                try:
+                    await read_send.send(item)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    return  # the SDK side closed its read stream: a late line has no reader
 
     async def pump_out() -> None:
         async with write_recv:
@@ -170,6 +174,20 @@ async def mcp_streams(reader: LineReader, writer: LineWriter) -> AsyncIterator[t
             tg.cancel_scope.cancel()
 
 
+class _UntilExit:
+    """The upstream's stdout: at EOF, wait (bounded) until the process has really ended."""
+
+    def __init__(self, inner: LineReader, upstream: UpstreamProcess) -> None:
+        self._inner = inner
+        self._upstream = upstream
+
+    async def read_line(self) -> bytes | None:
+        line = await self._inner.read_line()
+        if line is None:
+            await self._upstream.settle()
+        return line
+
+
 class UpstreamProcess:
     """The upstream MCP server as a child process in its own process group (X2, X5, X6)."""
 
@@ -178,7 +196,7 @@ class UpstreamProcess:
     def __init__(self, proc: asyncio.subprocess.Process, max_bytes: int) -> None:
         self.proc = proc
         assert proc.stdout is not None and proc.stdin is not None
-        self.reader: LineReader = StreamLineReader(proc.stdout, max_bytes)
+        self.reader: LineReader = _UntilExit(StreamLineReader(proc.stdout, max_bytes), self)
         self.writer: LineWriter = StreamLineWriter(proc.stdin)
         self.stderr_tail: deque[str] = deque(maxlen=self.STDERR_TAIL_LINES)
         self._stderr_task = asyncio.ensure_future(self._pump_stderr())
@@ -237,6 +255,13 @@ class UpstreamProcess:
         except TimeoutError:
             return False
         return True
+
+    async def settle(self, timeout: float = 1.0) -> None:
+        """After its stdout closed: let it exit and its stderr drain, so describe_exit() can
+        say how it ended (a crashed process is reaped a moment after its pipe closes)."""
+        if await self.wait_exit(timeout):
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._stderr_task), timeout)
 
     def describe_exit(self) -> str:
         """How it ended, with the tail of its stderr (X5)."""
