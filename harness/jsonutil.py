@@ -24,13 +24,35 @@ class TooDeep(ValueError):
 def loads(text: str | bytes) -> Any:
     """Parse JSON keeping number literals exact; raise TooDeep for pathological nesting."""
     try:
-        return json.loads(text, parse_float=Decimal)
+        return json.loads(text, parse_float=Decimal, parse_constant=_no_constants)
     except RecursionError as exc:
         raise TooDeep("JSON nested too deeply to parse") from exc
 
 
+_C_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_C_SORTED = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False, sort_keys=True
+)
+
+
+def _no_constants(name: str) -> Any:
+    # Python's parser accepts NaN and Infinity; JSON does not, and a report must stay JSON.
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def dumps(value: Any, *, sort_keys: bool = False) -> str:
-    """Serialise compactly; Decimals are written as their literal. Never recursive."""
+    """Serialise compactly; Decimals are written as their literal. Never recursive.
+
+    Most values hold no Decimal and are not deeply nested: the C encoder takes those and gives
+    the same text; the rest fall through to the iterative encoder below.
+    """
+    try:
+        return (_C_SORTED if sort_keys else _C_ENCODER).encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return _dumps(value, sort_keys)
+
+
+def _dumps(value: Any, sort_keys: bool) -> str:
     out: list[str] = []
     # A stack of pending work: values to write, or literal strings to emit as they are.
     stack: list[tuple[bool, Any]] = [(False, value)]
@@ -53,6 +75,8 @@ def dumps(value: Any, *, sort_keys: bool = False) -> str:
         elif isinstance(item, Decimal):
             append(_decimal_literal(item))
         elif isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                raise ValueError(f"{item} is not a JSON number")
             append(float.__repr__(item))
         elif isinstance(item, dict):
             keys = sorted(item) if sort_keys else list(item)

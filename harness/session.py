@@ -60,6 +60,11 @@ class Session:
         )
         self.recorder.start(self.plan_config, kind=kind)
         self.ended = False
+        self._patches_for: tuple[tuple[str, int], ...] | None = None
+        self._patches_json = b"[]"
+        self._tools_for: Classification | None = None
+        self._tools_json = b"[]"
+        self._version_tail = f',"harnessVersion":{jsonutil.dumps(__version__)}}}'.encode()
 
     @property
     def classification(self) -> Classification:
@@ -118,26 +123,30 @@ class Session:
     def judgement(self) -> Judgement:
         return judgement_of(self.judge)
 
-    def report_file_pieces(self, status: str) -> list[tuple[Any, bytes]]:
-        """O2: the report file's JSON as keyed UTF-8 pieces; only what changed is re-serialised."""
-        report, v, score = self.text.render_pieces()
-        head = jsonutil.dumps({"verdict": v.verdict, "status": status, "certification": CERTIFICATION})
-        tail = (
-            f',"score":{jsonutil.dumps(score)}'
-            f',"patches":{jsonutil.dumps(build_patches(self.judge.totals.flavours))}'
-            f',"toolClassification":{jsonutil.dumps(self.classification.as_json())}'
-            f',"harnessVersion":{jsonutil.dumps(__version__)}}}'
+    def report_file_parts(self, status: str) -> list[bytes]:
+        """O2: the report file's JSON as UTF-8 parts; only what changed is re-serialised."""
+        report, v, score = self.text.render_parts()
+        head = jsonutil.dumps(
+            {"verdict": v.verdict, "status": status, "certification": CERTIFICATION}
         )
-        (_, report_head), *rest = report
+        flavours = tuple(sorted(self.judge.totals.flavours.items()))
+        if flavours != self._patches_for:  # patches change rarely: serialise them when they do
+            self._patches_for = flavours
+            self._patches_json = jsonutil.dumps(build_patches(self.judge.totals.flavours)).encode()
+        classification = self.classification
+        if classification is not self._tools_for:
+            self._tools_for = classification
+            self._tools_json = jsonutil.dumps(classification.as_json()).encode()
         return [
-            ("file.head", head[:-1].encode() + b',"report":' + report_head),
-            *rest,
-            ("file.tail", tail.encode()),
+            head[:-1].encode() + b',"report":',
+            *report,
+            b',"score":' + jsonutil.dumps(score).encode() + b',"patches":' + self._patches_json,
+            b',"toolClassification":' + self._tools_json + self._version_tail,
         ]
 
     def report_file_text(self, status: str) -> str:
         """The report file's JSON text."""
-        return b"".join(b for _, b in self.report_file_pieces(status)).decode()
+        return b"".join(self.report_file_parts(status)).decode()
 
 
 class EventList:

@@ -43,9 +43,14 @@ def run_experiment(
     if in_process == "always" and any(c.upstream.builtin is None for c in cells):
         return _error("--in-process always works only with built-in upstreams")
 
+    from runner.agent.scripted import register_scripted_provider
     from runner.execute import run_sweep
     from runner.store import Store, StoreError
     from runner.terminal import ProgressLine, summary_table
+
+    # Importing litellm takes seconds: here, not inside the first runs, where it would stall
+    # the event loop (and its in-process proxies) and eat into their run_timeout_s.
+    register_scripted_provider()
 
     try:
         store = Store.open(db)

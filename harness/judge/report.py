@@ -215,59 +215,42 @@ def report_dict(judge: Judge) -> dict[str, Any]:
     }
 
 
-Piece = tuple[Any, bytes]  # (a key that names the same piece in every render, its bytes)
-_EMPTY = b""
-
-
 class _Chunks:
     """JSON fragments of one array, kept as UTF-8 chunks re-joined only where something changed.
 
-    A rendered report is a list of keyed pieces; a chunk's piece is the very same bytes object
-    until one of its fragments changes, so a writer can tell what changed by identity and write
-    only that (see harness.reportwriter), and writing 50,000 operations never re-serialises
-    them.
+    A rendered report is a list of byte pieces, most of them these cached chunks themselves, so
+    writing a report of 50,000 operations never re-serialises them and copies them only once,
+    into the file (writev).
     """
 
     SIZE = 256
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self) -> None:
         self.items: list[bytes] = []
         self.joined: list[bytes | None] = []
-        self.comma: list[bytes | None] = []  # the same chunk with a leading comma
 
     def set(self, index: int, fragment: bytes) -> None:
         while len(self.items) <= index:
-            self.items.append(_EMPTY)
+            self.items.append(b"")
             if len(self.items) > len(self.joined) * self.SIZE:
                 self.joined.append(None)
-                self.comma.append(None)
-        self.items[index] = fragment
-        self.joined[index // self.SIZE] = None
+        if self.items[index] != fragment:  # most operations never get a violation: keep
+            self.items[index] = fragment  # their chunk's joined text instead of re-joining it
+            self.joined[index // self.SIZE] = None
 
-    def _chunk(self, c: int) -> tuple[bytes, bytes]:
-        if self.joined[c] is None:
-            chunk = self.items[c * self.SIZE : (c + 1) * self.SIZE]
-            joined = b",".join(t for t in chunk if t)
-            self.joined[c] = joined
-            self.comma[c] = b"," + joined if joined else _EMPTY
-        return self.joined[c], self.comma[c]  # type: ignore[return-value]
-
-    def pieces(self, seen: bool) -> tuple[list[Piece], bool]:
-        """Keyed pieces of this array part; `seen`: an earlier piece of the array had content.
-
-        Empty chunks are reserved ahead (a quarter more, at least two), so a growing session
-        adds content to existing pieces instead of changing the list of pieces every time.
-        """
-        out: list[Piece] = []
-        count = len(self.joined)
-        for c in range(count):
-            plain, comma = self._chunk(c)
-            out.append(((self.name, c), (comma if seen else plain) if plain else _EMPTY))
-            seen = seen or bool(plain)
-        for c in range(count, count + max(2, count // 4)):
-            out.append(((self.name, c), _EMPTY))
-        return out, seen
+    def extend_parts(self, parts: list[bytes], seen: bool) -> bool:
+        """Append the non-empty chunks, comma-separated; `seen`: the array already has items."""
+        for c, cached in enumerate(self.joined):
+            if cached is None:
+                chunk = self.items[c * self.SIZE : (c + 1) * self.SIZE]
+                cached = b",".join(filter(None, chunk))
+                self.joined[c] = cached
+            if cached:
+                if seen:
+                    parts.append(b",")
+                parts.append(cached)
+                seen = True
+        return seen
 
 
 class ReportText:
@@ -275,11 +258,11 @@ class ReportText:
 
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
-        self._ops = _Chunks("operations")
-        self._violations = _Chunks("violations")
-        self._observations = _Chunks("observations")
-        self._keys = _Chunks("keySummary")
-        self._repeats = _Chunks("repeats")
+        self._ops = _Chunks()
+        self._violations = _Chunks()
+        self._observations = _Chunks()
+        self._keys = _Chunks()
+        self._repeats = _Chunks()
         self._dirty: tuple[dict[int, None], dict[int, None], dict[int, None]] = ({}, {}, {})
         # Whoever refreshes the judge (this text, an audit call, report_dict), we hear of it.
         judge.on_change(self._changed)
@@ -288,11 +271,10 @@ class ReportText:
         for dirty, indices in zip(self._dirty, (ops, keys, repeats), strict=True):
             dirty.update(dict.fromkeys(indices))
 
-    def render_pieces(self) -> tuple[list[Piece], Verdict, dict[str, Any]]:
-        """(report JSON as keyed UTF-8 pieces, verdict, score), taking in every change.
+    def render_parts(self) -> tuple[list[bytes], Verdict, dict[str, Any]]:
+        """(report JSON as UTF-8 parts to concatenate, verdict, score), taking in every change.
 
-        The pieces join to the report's JSON; whitespace may be put between any two of them.
-        The first piece is the report's head without its closing brace.
+        The first part is the report's head without its closing brace.
         """
         judge = self.judge
         judge.refresh()
@@ -323,21 +305,18 @@ class ReportText:
                 "scenarioConfig": scenario_config(judge),
             }
         )
-        pieces: list[Piece] = [("report.head", head[:-1]), ("operations.open", b',"operations":[')]
-        pieces += self._ops.pieces(False)[0]
-        pieces.append(("violations.open", b'],"violations":['))
-        pieces += self._violations.pieces(False)[0]
-        pieces.append(("observations.open", b'],"observations":['))
-        observed, seen = self._observations.pieces(False)
-        pieces += observed
-        pieces += self._repeats.pieces(seen)[0]
-        pieces.append(("coverage", b'],"coverage":' + dumps(coverage(judge))))
-        pieces.append(("keySummary.open", b',"keySummary":['))
-        pieces += self._keys.pieces(False)[0]
-        pieces.append(("report.tail", b'],"honesty":"NOT_MEASURED"}'))
-        return pieces, v, score(judge, v)
+        parts = [head[:-1], b',"operations":[']
+        self._ops.extend_parts(parts, False)
+        parts.append(b'],"violations":[')
+        self._violations.extend_parts(parts, False)
+        parts.append(b'],"observations":[')
+        self._repeats.extend_parts(parts, self._observations.extend_parts(parts, False))
+        parts.append(b'],"coverage":' + dumps(coverage(judge)) + b',"keySummary":[')
+        self._keys.extend_parts(parts, False)
+        parts.append(b'],"honesty":"NOT_MEASURED"}')
+        return parts, v, score(judge, v)
 
     def render(self) -> tuple[str, Verdict, dict[str, Any]]:
         """(report JSON text, verdict, score)."""
-        pieces, v, s = self.render_pieces()
-        return b"".join(b for _, b in pieces).decode(), v, s
+        parts, v, s = self.render_parts()
+        return b"".join(parts).decode(), v, s

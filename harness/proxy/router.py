@@ -10,6 +10,7 @@ it sent, unless a fault replaces it (X3, X4).
 from __future__ import annotations
 
 import asyncio
+import gc
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from harness.session import Session, Ticket
 from harness.tools import startup_lines
 from harness.transport import LineReader, LineWriter, MessageTooLarge, StreamClosed
 
+GC_EVERY_CALLS = 1000
 # X6: answers that arrive this long after the client left still count.
 DRAIN_SECONDS = 2.0
 
@@ -90,7 +92,7 @@ class Proxy:
         upstream_in: LineReader,
         upstream_out: LineWriter,
         *,
-        write_report: Callable[[list[tuple[Any, bytes]]], None] | None = None,
+        write_report: Callable[[list[bytes]], None] | None = None,
         log: Callable[[str], None] = lambda line: None,
         describe_upstream_exit: Callable[[], str] = lambda: "the upstream closed its output",
     ) -> None:
@@ -157,7 +159,7 @@ class Proxy:
         if self.write_report is None or self.fatal is not None:
             return
         try:
-            self.write_report(self.session.report_file_pieces(status))
+            self.write_report(self.session.report_file_parts(status))
         except ReportFileError as exc:
             self.fatal = exc
             self._stop.set()
@@ -190,7 +192,9 @@ class Proxy:
                 continue
             if rpc_id is not None:
                 if self.upstream_gone is not None:
-                    await self._reply_error(rpc_id, f"UPSTREAM_UNAVAILABLE: {self.upstream_gone.detail}")
+                    await self._reply_error(
+                        rpc_id, f"UPSTREAM_UNAVAILABLE: {self.upstream_gone.detail}"
+                    )
                     continue
                 key = _id_key(rpc_id)
                 self._forwarded[key] = rpc_id
@@ -238,8 +242,10 @@ class Proxy:
             if not line.strip():
                 continue
             message = _parse(line)
-            if message is not None and message.get("method") is None and "id" in (
-                message.data or message.raw or {}
+            if (
+                message is not None
+                and message.get("method") is None
+                and "id" in (message.data or message.raw or {})
             ):
                 key = _id_key(message.get("id"))
                 future = self._pending.pop(key, None)
@@ -255,7 +261,9 @@ class Proxy:
                     self.initialized.set()
                 if self._list_pages.pop(key, None) and self.config.audit_tools:
                     line = self._with_audit_tools(message) or line
-            elif message is not None and message.get("method") == "notifications/tools/list_changed":
+            elif (
+                message is not None and message.get("method") == "notifications/tools/list_changed"
+            ):
                 self._tools_ready.clear()
                 self._listing_started = False
                 self._start_listing()
@@ -368,13 +376,20 @@ class Proxy:
         ticket = self.session.begin_call(
             name, arguments, rpc_id=rpc_id, raw_arguments=raw_arguments
         )
+        if ticket.seq % GC_EVERY_CALLS == 0:
+            # The judge's state only grows and is never garbage: once collected, move it out of
+            # the collector's sight, so a long session does not pay for rescanning it.
+            gc.collect()
+            gc.freeze()
         if not ticket.goes_upstream:
             await self._injected_answer(ticket, rpc_id, ticket.injected)
             return
         if self.upstream_gone is not None:
             self.session.upstream_failed(ticket, "unavailable", error=self.upstream_gone.detail)
             await self._answer(
-                ticket, rpc_id, error_result(f"UPSTREAM_UNAVAILABLE: {self.upstream_gone.detail}"),
+                ticket,
+                rpc_id,
+                error_result(f"UPSTREAM_UNAVAILABLE: {self.upstream_gone.detail}"),
                 source="harness",
             )
             return
@@ -395,7 +410,10 @@ class Proxy:
         except UpstreamGone as gone:
             self.session.upstream_failed(ticket, gone.status, error=gone.detail)
             await self._answer(
-                ticket, rpc_id, error_result(f"UPSTREAM_UNAVAILABLE: {gone.detail}"), source="harness"
+                ticket,
+                rpc_id,
+                error_result(f"UPSTREAM_UNAVAILABLE: {gone.detail}"),
+                source="harness",
             )
             return
         result = reply.get("result")
@@ -423,7 +441,9 @@ class Proxy:
             await asyncio.sleep(delay / 1000)  # S11: imitate a real timeout
         await self._answer(ticket, rpc_id, answer, source="fault")
 
-    async def _answer(self, ticket: Ticket, rpc_id: Any, result: dict[str, Any], source: str) -> None:
+    async def _answer(
+        self, ticket: Ticket, rpc_id: Any, result: dict[str, Any], source: str
+    ) -> None:
         self.session.answered(ticket, is_error=result.get("isError") is True, source=source)
         self._report("running")
         await self._reply(rpc_id, result)

@@ -93,7 +93,9 @@ def to_openai_tool(tool: Any) -> dict[str, Any]:
 
 def render_tool_result(result: Any) -> tuple[str, bool]:
     """MCP CallToolResult -> (text the model sees, isError); isError is marked in the text."""
-    data = result if isinstance(result, dict) else result.model_dump(by_alias=True, exclude_none=True)
+    data = (
+        result if isinstance(result, dict) else result.model_dump(by_alias=True, exclude_none=True)
+    )
     pieces = []
     for item in data.get("content") or []:
         if item.get("type") == "text":
@@ -128,7 +130,9 @@ async def _completion(
                 first_line = (str(exc).strip().splitlines() or [name])[0][:300]
                 raise ModelCallFailed(f"{name}: {first_line}") from exc
             # Full jitter: spreads retries of concurrent runs apart.
-            await asyncio.sleep(rng.uniform(0, min(retry.max_backoff_s, retry.backoff_s * 2**attempt)))
+            await asyncio.sleep(
+                rng.uniform(0, min(retry.max_backoff_s, retry.backoff_s * 2**attempt))
+            )
     raise AssertionError("unreachable")
 
 
@@ -156,10 +160,15 @@ async def run_conversation(
     limits: LoopLimits,
     retry: RetryPolicy,
     seed: int = 0,
+    into: AgentResult | None = None,
 ) -> AgentResult:
-    """Drive one model through the user's messages; raises ModelCallFailed on provider errors."""
+    """Drive one model through the user's messages; raises ModelCallFailed on provider errors.
+
+    `into` receives the conversation as it grows, so that a run that fails or times out
+    half-way still has its transcript and usage up to that point.
+    """
     rng = random.Random(seed)
-    result = AgentResult()
+    result = into if into is not None else AgentResult()
     messages = result.messages
     if system_prompt:
         messages.append({"role": "system", "content": system_prompt})
@@ -205,7 +214,12 @@ async def run_conversation(
             answers = await asyncio.gather(*(_run_tool(tc, call_tool) for tc in tool_calls))
             for tc, (text, _is_error) in zip(tool_calls, answers, strict=True):
                 messages.append(
-                    {"role": "tool", "tool_call_id": tc.id, "name": tc.function.name, "content": text}
+                    {
+                        "role": "tool",
+                        "tool_call_id": tc.id,
+                        "name": tc.function.name,
+                        "content": text,
+                    }
                 )
         else:
             result.stopped_by = f"max_turns ({limits.max_turns})"

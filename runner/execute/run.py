@@ -123,11 +123,9 @@ async def execute_run(
     try:
         async with asyncio.timeout(spec.limits.run_timeout_s):
             async with connect(target, workdir) as connection:
-                agent = await _converse(cell, spec, connection, patch_text)
+                await _converse(cell, spec, connection, patch_text, agent)
     except TimeoutError:
         error = f"run timed out after {spec.limits.run_timeout_s:g} s"
-    except ModelCallFailed as exc:
-        error = f"model call failed: {exc}"
     except Exception as exc:  # one run inside a batch: it becomes an error record (DESIGN)
         error = _describe(exc, connection, workdir)
     try:
@@ -139,12 +137,19 @@ async def execute_run(
             import shutil
 
             shutil.copytree(workdir, keep_dir / cell.run_id, dirs_exist_ok=True)
-        workdir_ctx.cleanup()
+        # Removing the files (SQLite, WAL, report) is slow file-system work: off the loop
+        # that hosts the other runs, and finished even when this run is cancelled.
+        await asyncio.shield(asyncio.to_thread(workdir_ctx.cleanup))
 
 
 async def _converse(
-    cell: RunCell, spec: ExperimentSpec, connection: Connection, patch_text: str | None
+    cell: RunCell,
+    spec: ExperimentSpec,
+    connection: Connection,
+    patch_text: str | None,
+    agent: AgentResult,
 ) -> AgentResult:
+    """The conversation, recorded into `agent` as it goes (kept when the run fails later)."""
     import mcp_types as types
 
     session = connection.session
@@ -188,6 +193,7 @@ async def _converse(
         ),
         retry=RetryPolicy(spec.retry.attempts, spec.retry.backoff_s, spec.retry.max_backoff_s),
         seed=cell.seed,
+        into=agent,
     )
 
 
@@ -197,6 +203,9 @@ def _describe(exc: BaseException, connection: Connection | None, workdir: Path) 
         while len(leaves) == 1 and isinstance(leaves[0], BaseExceptionGroup):
             leaves = leaves[0].exceptions
         exc = leaves[0]
+    # Raised inside the MCP session, it arrives wrapped in the session's task group.
+    if isinstance(exc, ModelCallFailed):
+        return f"model call failed: {exc}"
     text = (str(exc).strip().splitlines() or [""])[0][:300]
     message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     stderr = workdir / "proxy.stderr"

@@ -8,6 +8,7 @@ few seconds, so every scenario rule can have its own test.
 from __future__ import annotations
 
 import json
+import os
 import random
 from typing import Any
 
@@ -675,8 +676,27 @@ def test_o4_a_reader_holding_the_old_report_keeps_reading_it_whole(tmp_path):
         report.write_text(json.dumps({"n": 2, "pad": "b" * 1_000_000}))  # while it reads
         assert head + reader.read() == old  # never a mix of the two
     assert json.loads((tmp_path / "report.json").read_text())["n"] == 2
+    report.release()  # earlier versions kept for reuse go with it
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.json.lock"]
-    report.release()
+
+
+def test_o4_a_version_a_reader_still_holds_open_is_never_reused(tmp_path):
+    report = ReportFile(str(tmp_path / "report.json"))
+    report.write_text(json.dumps({"n": 0}))
+    versions = {}
+    inodes = []
+    for n in range(1, 12):
+        report.write_text(json.dumps({"n": n, "pad": "x" * (n * 1000)}))
+        inodes.append(os.stat(tmp_path / "report.json").st_ino)
+        if n == 2:
+            versions[n] = open(tmp_path / "report.json", encoding="utf-8")  # a slow reader
+    try:
+        assert len(set(inodes)) < len(inodes)  # earlier versions' files were written again...
+        assert inodes[1] not in inodes[2:]  # ...but never the one the reader holds open
+        assert json.loads(versions[2].read())["n"] == 2
+    finally:
+        versions[2].close()
+        report.release()
 
 
 def test_o4_a_directory_that_appears_at_the_target_is_left_there_and_refused(

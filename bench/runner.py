@@ -1,0 +1,191 @@
+"""Benchmark (N2): 1,000 scripted runs with the built-in upstreams in process, stored in DuckDB.
+
+    .venv/bin/python bench/runner.py [--runs 25] [--concurrency 4] [--db PATH] [--profile OUT]
+
+A benchmark script, not a test: it prints the figures. The experiment is the design of
+experiments/example.yaml (F1, booking and booking-nosearch, with and without "please try
+again", patch arms none and auto) with a fifth scripted model (parallel-naive): 5 models x
+2 patch arms x 2 upstreams x 2 conversations = 40 cells, x `--runs` (25) = 1,000 runs. The
+spec is generated in a temporary folder; nothing under the repository is written.
+
+Figures:
+- sweep: wall time of `run_sweep` (every run executed and stored the moment it ends, as
+  `agent-harness run` does), runs/s;
+- store inside the sweep: the wall time spent in `Store.save_runs` during the sweep (each
+  finished run is committed before it counts as done, several runs finishing together in one
+  transaction; the writes run in a worker thread beside the runs);
+- store alone: the same 1,000 records written again into a fresh DuckDB file, one transaction
+  per run and then as one batch.
+
+The target (SPEC N2) is under 2 minutes for 1,000 runs on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import os
+import platform
+import pstats
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import yaml  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "experiments" / "example.yaml"
+TARGET_S = 120.0
+
+
+def write_spec(folder: Path, runs: int, concurrency: int) -> Path:
+    """example.yaml's design, scaled to `runs` repetitions per cell, as a file in `folder`."""
+    data = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    data["name"] = "bench-runner"
+    data["runs"] = runs
+    data["concurrency"] = concurrency
+    data["models"] = [*data["models"], "scripted/parallel-naive"]
+    # Inline the prompt: the spec lives in a temp folder, not next to experiments/prompts/.
+    prompts = []
+    for prompt in data["prompts"]:
+        if "file" in prompt:
+            text = (EXAMPLE.parent / prompt["file"]).read_text(encoding="utf-8")
+            prompt = {"name": prompt["name"], "text": text}
+        prompts.append(prompt)
+    data["prompts"] = prompts
+    data.setdefault("proxy", {})["in_process"] = "always"
+    path = folder / "bench-runner.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+class TimedStore:
+    """The real store, with the time spent saving runs added up (the sweep saves in batches)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.save_s = 0.0
+        self.batches: list[int] = []
+
+    def save_runs(self, records: list[Any]) -> None:
+        started = time.perf_counter()
+        self._store.save_runs(records)
+        self.save_s += time.perf_counter() - started
+        self.batches.append(len(records))
+
+    def save_run(self, record: Any) -> None:
+        self.save_runs([record])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def machine() -> str:
+    """CPU model, cores, load, Python: enough to compare figures between machines."""
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    return (
+        f"{cpu}, {cores} cores usable, load average {load}, "
+        f"{platform.system()} {platform.release()}, Python {platform.python_version()}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=25, help="repetitions per cell (40 cells)")
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--db", type=Path, help="DuckDB file (default: a temp file)")
+    parser.add_argument("--profile", type=Path, help="write cProfile stats of the sweep here")
+    args = parser.parse_args()
+
+    print(f"machine: {machine()}")
+    started = time.perf_counter()
+    from runner.agent.scripted import register_scripted_provider
+    from runner.execute import run_sweep
+    from runner.matrix import expand
+    from runner.spec import load_spec
+    from runner.store import Store
+
+    register_scripted_provider()  # imports litellm: start-up, not part of the sweep
+    import_s = time.perf_counter() - started
+
+    with tempfile.TemporaryDirectory(prefix="agent-harness-bench-") as tmp:
+        folder = Path(tmp)
+        spec = load_spec(write_spec(folder, args.runs, args.concurrency))
+        cells = expand(spec)
+        db = args.db or folder / "runs.duckdb"
+        store = TimedStore(Store.open(db))
+        print(
+            f"{len(cells)} runs ({len(cells) // spec.runs} cells x {spec.runs}), "
+            f"concurrency {spec.concurrency}, in process; start-up (imports) {import_s:.1f} s"
+        )
+        profiler = cProfile.Profile() if args.profile else None
+        if profiler:
+            profiler.enable()
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        result = asyncio.run(run_sweep(spec, cells, store, resume=False))
+        sweep_s, sweep_cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
+        load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        if profiler:
+            profiler.disable()
+            profiler.dump_stats(str(args.profile))
+        records = result.records
+        statuses = Counter(r.status for r in records)
+        verdicts = Counter(r.verdict for r in records)
+        errors = Counter(r.error for r in records if r.error)
+
+        # Storing alone, into a fresh file: per-run transactions, then one batch.
+        with Store.open(folder / "store-per-run.duckdb") as fresh:
+            t0 = time.perf_counter()
+            for record in records:
+                fresh.save_run(record)
+            per_run_s = time.perf_counter() - t0
+        with Store.open(folder / "store-batch.duckdb") as fresh:
+            t0 = time.perf_counter()
+            fresh.save_runs(records)
+            batch_s = time.perf_counter() - t0
+        store.close()
+
+    n = len(records)
+    print(f"runs finished: {n} ({dict(statuses)}); verdicts: {dict(verdicts)}")
+    for message, count in errors.most_common(3):
+        print(f"  error x{count}: {message}")
+    print(f"sweep: {sweep_s:.1f} s total, {n / sweep_s:.1f} runs/s, "
+          f"{sweep_s / max(n, 1) * 1000:.0f} ms per run")  # fmt: skip
+    # CPU seconds depend far less on what else the machine runs than wall time does.
+    print(
+        f"  CPU of this process during the sweep: {sweep_cpu_s:.1f} s (all threads), "
+        f"{sweep_cpu_s / max(n, 1) * 1000:.0f} ms per run; load average after: {load_after:.2f}"
+    )
+    batches = store.batches
+    print(
+        f"  storing during the sweep: {store.save_s:.1f} s in {len(batches)} transactions "
+        f"(mean {n / max(len(batches), 1):.1f} runs each), in a worker thread beside the runs"
+    )
+    print(f"store alone, fresh file: {per_run_s:.1f} s one transaction per run, "
+          f"{batch_s:.2f} s as one batch")  # fmt: skip
+    verdict = "met" if sweep_s < TARGET_S and n == len(cells) else "NOT met"
+    print(f"target N2 (1,000 runs under {TARGET_S:.0f} s on 2 cores): {verdict}")
+    if args.profile:
+        stats = pstats.Stats(str(args.profile))
+        stats.sort_stats("tottime").print_stats(25)
+    return 0 if n == len(cells) and statuses.get("error", 0) == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
