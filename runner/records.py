@@ -98,6 +98,7 @@ class RunRecord(BaseModel):
     cost_usd: float = 0.0
     latency_ms: float = 0.0
     final_answer: str | None = None
+    stopped_by: str | None = None  # the limit that ended the run early, if one did
 
     started_at: datetime
     finished_at: datetime

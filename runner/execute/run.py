@@ -285,6 +285,7 @@ def _record(
         cost_usd=usage.cost_usd,
         latency_ms=(time.perf_counter() - started) * 1000,
         final_answer=agent.final_answer,
+        stopped_by=agent.stopped_by,
         started_at=started_at,
         finished_at=datetime.now(UTC),
         harness_version=__version__,

@@ -132,7 +132,13 @@ _M001_INITIAL = (
     """,
 )
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "m001_initial", _M001_INITIAL),)
+# Which limit ended a run early (max_turns, max_tool_calls, max_tokens), if one did.
+_M002_STOPPED_BY = ("ALTER TABLE runs ADD COLUMN stopped_by VARCHAR",)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "m001_initial", _M001_INITIAL),
+    Migration(2, "m002_stopped_by", _M002_STOPPED_BY),
+)
 
 LATEST = MIGRATIONS[-1].id
 

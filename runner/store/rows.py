@@ -49,6 +49,7 @@ RUN_COLUMNS: dict[str, pa.DataType] = {
     "cost_usd": _FLOAT,
     "latency_ms": _FLOAT,
     "final_answer": _STR,
+    "stopped_by": _STR,
     "started_at": _TS,
     "finished_at": _TS,
     "harness_version": _STR,

@@ -111,7 +111,7 @@ def calls_of(entry: Any) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def agent_results(monkeypatch: pytest.MonkeyPatch) -> list[AgentResult]:
-    """The AgentResult of each run (the record does not keep `stopped_by`)."""
+    """The AgentResult of each run, as the loop returned it."""
     seen: list[AgentResult] = []
 
     async def capture(**kwargs: Any) -> AgentResult:
@@ -341,7 +341,7 @@ async def test_max_tool_calls_stops_the_run_before_the_call_and_says_so(
     record, db = await run_in_process(spec, tmp_path / "kept")
 
     (agent,) = agent_results
-    assert agent.stopped_by == "max_tool_calls (1)"
+    assert agent.stopped_by == record.stopped_by == "max_tool_calls (1)"
     assert record.status == "ok" and record.tool_calls == 1
     # The re-send the model asked for was never executed.
     assert calls_of(record.transcript[-1]) and record.transcript[-1].role == "assistant"
@@ -359,7 +359,7 @@ async def test_max_turns_stops_the_run_and_skips_the_follow_ups(tmp_path, agent_
     record, _db = await run_in_process(spec, tmp_path / "kept")
 
     (agent,) = agent_results
-    assert agent.stopped_by == "max_turns (2)"
+    assert agent.stopped_by == record.stopped_by == "max_turns (2)"
     assert record.turns == 2 and record.final_answer is None
     assert [e.content for e in record.transcript if e.role == "user"] == [REQUEST]
 
@@ -369,7 +369,7 @@ async def test_max_tokens_stops_the_run_after_the_model_call(tmp_path, agent_res
     record, db = await run_in_process(spec, tmp_path / "kept")
 
     (agent,) = agent_results
-    assert agent.stopped_by == "max_tokens (1)"
+    assert agent.stopped_by == record.stopped_by == "max_tokens (1)"
     assert record.turns == 1 and record.tool_calls == 0
     assert booking_rows(db) == 0
 
@@ -378,7 +378,7 @@ async def test_limits_that_are_not_reached_stop_nothing(tmp_path, agent_results)
     spec = write_spec(tmp_path, models=["scripted/careful"])
     record, _db = await run_in_process(spec, tmp_path / "kept")
     (agent,) = agent_results
-    assert agent.stopped_by is None and record.final_answer
+    assert agent.stopped_by is None and record.stopped_by is None and record.final_answer
 
 
 # -- malformed tool calls ----------------------------------------------------------------------

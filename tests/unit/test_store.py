@@ -64,7 +64,10 @@ def store(tmp_path):
 # -- opening and migrations ----------------------------------------------------------------
 
 
-def test_open_creates_missing_folders_and_applies_m001(tmp_path):  # R5
+ALL_MIGRATIONS = [(m.id, m.name) for m in migrations.MIGRATIONS]
+
+
+def test_open_creates_missing_folders_and_applies_every_migration(tmp_path):  # R5
     path = tmp_path / "a" / "b" / "runs.duckdb"
     with Store.open(path) as s:
         assert s.schema_version() == migrations.LATEST
@@ -72,7 +75,8 @@ def test_open_creates_missing_folders_and_applies_m001(tmp_path):  # R5
     con = duckdb.connect(str(path))
     rows = con.execute("SELECT id, name FROM schema_migrations ORDER BY id").fetchall()
     con.close()
-    assert rows == [(1, "m001_initial")]
+    assert rows == ALL_MIGRATIONS
+    assert rows[:2] == [(1, "m001_initial"), (2, "m002_stopped_by")]
 
 
 def test_reopening_is_idempotent_and_keeps_the_data(tmp_path):  # R5
@@ -83,15 +87,30 @@ def test_reopening_is_idempotent_and_keeps_the_data(tmp_path):  # R5
         with Store.open(path) as s:
             assert s.finished_run_ids("exp") == {"r1"}
     con = duckdb.connect(str(path))
-    assert con.execute("SELECT count(*) FROM schema_migrations").fetchall() == [(1,)]
+    count = con.execute("SELECT count(*) FROM schema_migrations").fetchall()
+    assert count == [(len(ALL_MIGRATIONS),)]
     con.close()
 
 
 def test_migrate_applies_nothing_the_second_time(tmp_path):
     con = duckdb.connect(str(tmp_path / "x.duckdb"))
-    assert migrations.migrate(con, "x") == ["m001_initial"]
+    assert migrations.migrate(con, "x") == [name for _, name in ALL_MIGRATIONS]
     assert migrations.migrate(con, "x") == []
     con.close()
+
+
+def test_a_store_made_before_m002_is_upgraded_and_keeps_its_runs(tmp_path):  # R5
+    path = tmp_path / "runs.duckdb"
+    con = duckdb.connect(str(path))
+    migrations.migrate(con, "x")
+    con.execute("DELETE FROM schema_migrations WHERE id = 2")
+    con.execute("ALTER TABLE runs DROP COLUMN stopped_by")
+    con.close()
+    with Store.open(path) as s:
+        assert s.schema_version() == 2
+        record = make_run("r1").model_copy(update={"stopped_by": "max_turns (8)"})
+        s.save_run(record)
+        assert s.load_runs("exp")["stopped_by"].to_list() == ["max_turns (8)"]
 
 
 def test_a_newer_schema_than_the_code_knows_is_a_clear_error(tmp_path):  # R5
