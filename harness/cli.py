@@ -120,10 +120,17 @@ def stderr_line(message: str) -> None:
     print(f"[agent-harness] {message}", file=sys.stderr, flush=True)
 
 
-def harness_app() -> typer.Typer:
-    """A typer app with only the harness's commands (the runner adds its own on top)."""
+HARNESS_HELP = (
+    "agent-harness: a chaos proxy for MCP servers that judges whether an agent executed a write "
+    "twice, its self-test and its demo server."
+)
+
+
+def harness_app(help: str = HARNESS_HELP) -> typer.Typer:
+    """A typer app with the harness's commands; the runner adds its own to it."""
     app = typer.Typer(
         name="agent-harness",
+        help=help,
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
@@ -141,7 +148,7 @@ def harness_app() -> typer.Typer:
             ),
         ] = False,
     ) -> None:
-        """agent-harness: the chaos proxy, its self-test and its demo."""
+        pass
 
     register(app)
     return app

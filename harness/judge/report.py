@@ -192,6 +192,18 @@ def _repeat_finding(entry: Any) -> dict[str, Any]:
     }
 
 
+def _head(judge: Judge, v: Verdict) -> dict[str, Any]:
+    """The report's fields before its lists."""
+    return {
+        "verdict": v.verdict,
+        "verdictReason": v.reason,
+        "certification": CERTIFICATION,
+        "kind": judge.started.kind if judge.started else "proxy",
+        "scenario": scenario_name(judge),
+        "scenarioConfig": scenario_config(judge),
+    }
+
+
 def report_dict(judge: Judge) -> dict[str, Any]:
     """O1: the whole report as Python data."""
     judge.refresh()
@@ -200,12 +212,7 @@ def report_dict(judge: Judge) -> dict[str, Any]:
     observations = [o for d in derived for o in d.observations]
     observations += [_repeat_finding(e) for e in judge.unclassified if e.calls >= 2]
     return {
-        "verdict": v.verdict,
-        "verdictReason": v.reason,
-        "certification": CERTIFICATION,
-        "kind": judge.started.kind if judge.started else "proxy",
-        "scenario": scenario_name(judge),
-        "scenarioConfig": scenario_config(judge),
+        **_head(judge, v),
         "operations": [d.entry for d in derived],
         "violations": [x for d in derived for x in d.violations],
         "observations": observations,
@@ -295,16 +302,7 @@ class ReportText:
         for index in repeats:
             self._repeats.set(index, dumps(_repeat_finding(judge.unclassified[index])))
         v = verdict(judge)
-        head = dumps(
-            {
-                "verdict": v.verdict,
-                "verdictReason": v.reason,
-                "certification": CERTIFICATION,
-                "kind": judge.started.kind if judge.started else "proxy",
-                "scenario": scenario_name(judge),
-                "scenarioConfig": scenario_config(judge),
-            }
-        )
+        head = dumps(_head(judge, v))
         parts = [head[:-1], b',"operations":[']
         self._ops.extend_parts(parts, False)
         parts.append(b'],"violations":[')
