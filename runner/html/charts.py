@@ -16,7 +16,7 @@ from runner.analysis.model import UNPATCHED
 
 # Geometry in SVG user units; the SVG scales to the page width through its viewBox.
 _WIDTH = 560
-_LABEL_W = 130  # model names
+_LABEL_W = 150  # model names
 _RIGHT_W = 56  # "k/n" labels
 _PLOT_W = _WIDTH - _LABEL_W - _RIGHT_W
 _BAR_H = 14
@@ -97,11 +97,13 @@ def rate_chart(cells: pl.DataFrame, arm_classes: dict[str, str], title: str) -> 
         *_axis(height),
     ]
     y = float(_TOP)
+    prefix = _shared_provider(models)
     for model, rows in arms_per_model.items():
         group_h = len(rows) * (_BAR_H + _BAR_GAP)
+        label = _shorten(model[len(prefix) :], 22)
         parts.append(
             f'<text class="model" x="{_LABEL_W - 8}" y="{y + group_h / 2 + 2:.1f}" '
-            f'text-anchor="end">{_esc(_shorten(model, 20))}</text>'
+            f'text-anchor="end"><title>{_esc(model)}</title>{_esc(label)}</text>'
         )
         for row in rows:
             parts.extend(_bar(y, arm_classes.get(row["patch_arm"], "arm-x"), row))
@@ -110,6 +112,14 @@ def rate_chart(cells: pl.DataFrame, arm_classes: dict[str, str], title: str) -> 
     parts.append("</svg>")
     # Every interpolated value above is escaped or a number we formatted ourselves.
     return Markup("".join(parts))
+
+
+def _shared_provider(models: list[str]) -> str:
+    """`scripted/` when every model shares that provider prefix: the chart title says it."""
+    prefixes = {m.split("/", 1)[0] + "/" for m in models if "/" in m}
+    if len(prefixes) == 1 and all("/" in m for m in models):
+        return prefixes.pop()
+    return ""
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from runner.records import RunRecord
 from runner.store import migrations
-from runner.store.errors import SchemaVersionError, StoreError, StoreOpenError
+from runner.store.errors import StoreError, StoreOpenError
 from runner.store.rows import child_tables, runs_table, utc_naive
 
 DEFAULT_PATH = Path("reports/runs.duckdb")
@@ -75,7 +75,11 @@ class Store:
 
     @classmethod
     def open(cls, path: str | Path = DEFAULT_PATH, *, read_only: bool = False) -> Store:
-        """Open (and create or migrate) the store at path; read_only never changes the file."""
+        """Open (and create or migrate) the store at path.
+
+        read_only changes no run data; a store made by an older agent-harness is upgraded to
+        the current schema first (new migrations only add), so reports work on old stores.
+        """
         path = Path(path)
         con = _connect(path, read_only)
         try:
@@ -83,10 +87,9 @@ class Store:
                 done = migrations.applied(con)
                 migrations.check_known(done, str(path))
                 if max(done, default=0) < migrations.LATEST:
-                    raise SchemaVersionError(
-                        f"run store {path} has an older schema; open it once for writing "
-                        "(e.g. `agent-harness report`) to upgrade it"
-                    )
+                    con.close()
+                    cls.open(path).close()  # upgrade once, then open read-only as asked
+                    con = _connect(path, read_only)
             else:
                 migrations.migrate(con, str(path))
         except StoreError:
