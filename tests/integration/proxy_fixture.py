@@ -365,13 +365,14 @@ def config(
     audit_tools: bool = True,
     upstream_timeout_s: float = 10.0,
     write_tools: tuple[str, ...] | None = None,
+    fault_delay_ms: int = 0,
 ) -> ProxyConfig:
     """A ProxyConfig for the in-memory proxy (no upstream command: the upstream is in-process)."""
     return ProxyConfig(
         upstream_command="(in-process)",
         plan=PlanConfig(
             scenario=scenario, chaos_error_rate=chaos_error_rate, seed=seed,
-            retry_after_s=retry_after_s,
+            retry_after_s=retry_after_s, fault_delay_ms=fault_delay_ms,
         ),
         classifier=ClassifierConfig(write_globs=write_tools),
         audit_tools=audit_tools,

@@ -16,6 +16,7 @@ import anyio
 import mcp_types as types
 import pytest
 
+import harness.proxy.router as router_module
 from harness.errors import ReportFileError
 from harness.proxy.audit import AUDIT_TOOLS
 from harness.reportfile import ReportFile
@@ -137,6 +138,25 @@ async def test_s4_f3_answer_is_exactly_the_truncated_json():  # S4
     async with proxied(scenario="F3") as h:
         result = await h.client.call_tool("create_booking", BOOK)
     assert result.is_error is True and text(result) == '{"'
+
+
+@pytest.mark.parametrize("scenario", ["F1", "F3"])
+async def test_s11_fault_delay_holds_back_every_injected_answer(scenario, monkeypatch):  # S11
+    delays: list[float] = []
+    real_sleep = router_module.asyncio.sleep
+
+    async def recorded_sleep(seconds: float) -> None:
+        delays.append(seconds)
+        await real_sleep(0)  # record the delay the proxy asked for instead of waiting it out
+
+    monkeypatch.setattr(router_module.asyncio, "sleep", recorded_sleep)
+    async with proxied(scenario=scenario, fault_delay_ms=250) as h:
+        faulted = await h.client.call_tool("create_booking", BOOK)
+        clean = await h.client.call_tool("create_booking", {**BOOK, "guest": "Bob"})
+    assert faulted.is_error is True and clean.is_error is not True
+    assert delays == [0.25]  # the injected answer only; the clean call was not held back
+    # F1 executed before its delayed timeout answer, F3 never reached the upstream.
+    assert h.upstream.count("create_booking") == (2 if scenario == "F1" else 1)
 
 
 @pytest.mark.parametrize(
