@@ -226,10 +226,14 @@ def parse(argv: list[str]) -> Parsed:
         raise UsageError("--max-message-bytes must be at least 1024")
 
     classifier = ClassifierConfig(
-        write_globs=_list("--write-tools", one["--write-tools"]) if "--write-tools" in one else None,
+        write_globs=_list("--write-tools", one["--write-tools"])
+        if "--write-tools" in one
+        else None,
         read_globs=_list("--read-tools", one["--read-tools"]) if "--read-tools" in one else (),
         key_fields=(
-            _list("--key-fields", one["--key-fields"]) if "--key-fields" in one else DEFAULT_KEY_FIELDS
+            _list("--key-fields", one["--key-fields"])
+            if "--key-fields" in one
+            else DEFAULT_KEY_FIELDS
         ),
     )
     plan = PlanConfig(

@@ -124,7 +124,9 @@ async def serve(config: ProxyConfig) -> int:
     return code
 
 
-def _startup_failed(report: ReportFile | None, message: str, event_log: _EventLogFile | None) -> int:
+def _startup_failed(
+    report: ReportFile | None, message: str, event_log: _EventLogFile | None
+) -> int:
     log(f"ERROR: {message}")
     if report is not None:
         with contextlib.suppress(ReportFileError):

@@ -13,14 +13,14 @@ import asyncio
 import gc
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from harness import jsonutil
 from harness.errors import ConfigError, ReportFileError, UpstreamError
 from harness.proxy.args import ProxyConfig
 from harness.proxy.audit import AUDIT_TOOLS, answer_audit_call
-from harness.proxy.jsonscan import ScanError, top_level
+from harness.proxy.jsonscan import top_level
+from harness.proxy.messages import Message, UpstreamGone, error_result, id_key, parse_message
 from harness.session import Session, Ticket
 from harness.tools import startup_lines
 from harness.transport import LineReader, LineWriter, MessageTooLarge, StreamClosed
@@ -28,56 +28,6 @@ from harness.transport import LineReader, LineWriter, MessageTooLarge, StreamClo
 GC_EVERY_CALLS = 1000
 # X6: answers that arrive this long after the client left still count.
 DRAIN_SECONDS = 2.0
-
-
-class UpstreamGone(Exception):
-    """The upstream can no longer answer (crashed, closed, oversized answer)."""
-
-    def __init__(self, status: str, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-
-
-@dataclass
-class _Message:
-    """A JSON-RPC message as far as the router needs to understand it."""
-
-    line: bytes
-    data: dict[str, Any] | None  # None when it was too deep to parse in full
-    raw: dict[str, str] | None = None  # top-level members as raw text, for too-deep messages
-
-    def get(self, key: str) -> Any:
-        if self.data is not None:
-            return self.data.get(key)
-        if self.raw is not None and key in self.raw:
-            try:
-                return jsonutil.loads(self.raw[key])
-            except (ValueError, jsonutil.TooDeep):
-                return None
-        return None
-
-
-def _parse(line: bytes) -> _Message | None:
-    try:
-        data = jsonutil.loads(line)
-    except jsonutil.TooDeep:
-        try:
-            return _Message(line, None, top_level(line.decode("utf-8", "replace")))
-        except ScanError:
-            return None
-    except ValueError:
-        return None
-    return _Message(line, data) if isinstance(data, dict) else None
-
-
-def _id_key(rpc_id: Any) -> tuple[str, Any]:
-    # JSON-RPC ids 1 and "1" are different ids; keep their type in the key.
-    return (type(rpc_id).__name__, rpc_id)
-
-
-def error_result(text: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
 class Proxy:
@@ -105,7 +55,7 @@ class Proxy:
         self.describe_upstream_exit = describe_upstream_exit
         self._token = secrets.token_hex(4)
         self._own_ids = 0
-        self._pending: dict[tuple[str, Any], asyncio.Future[_Message]] = {}
+        self._pending: dict[tuple[str, Any], asyncio.Future[Message]] = {}
         self._list_pages: dict[tuple[str, Any], bool] = {}  # client tools/list: first page?
         self._abandoned: set[tuple[str, Any]] = set()
         self._forwarded: dict[tuple[str, Any], Any] = {}  # client requests passed through as-is
@@ -179,7 +129,7 @@ class Proxy:
                 return
             if not line.strip():
                 continue
-            message = _parse(line)
+            message = parse_message(line)
             if message is None or message.get("method") is None:
                 await self._to_upstream(line)  # responses to server requests, or not JSON at all
                 continue
@@ -196,7 +146,7 @@ class Proxy:
                         rpc_id, f"UPSTREAM_UNAVAILABLE: {self.upstream_gone.detail}"
                     )
                     continue
-                key = _id_key(rpc_id)
+                key = id_key(rpc_id)
                 self._forwarded[key] = rpc_id
                 if method == "initialize":
                     self._initialize_key = key
@@ -241,13 +191,13 @@ class Proxy:
                 break
             if not line.strip():
                 continue
-            message = _parse(line)
+            message = parse_message(line)
             if (
                 message is not None
                 and message.get("method") is None
                 and "id" in (message.data or message.raw or {})
             ):
-                key = _id_key(message.get("id"))
+                key = id_key(message.get("id"))
                 future = self._pending.pop(key, None)
                 if future is not None:
                     if not future.done():
@@ -296,7 +246,7 @@ class Proxy:
             self._calls.add(task)
             task.add_done_callback(self._calls.discard)
 
-    def _with_audit_tools(self, message: _Message) -> bytes | None:
+    def _with_audit_tools(self, message: Message) -> bytes | None:
         data = message.data
         result = data.get("result") if data else None
         if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
@@ -313,11 +263,11 @@ class Proxy:
             self._calls.add(task)
             task.add_done_callback(self._calls.discard)
 
-    async def _request(self, method: str, params: dict[str, Any]) -> _Message:
+    async def _request(self, method: str, params: dict[str, Any]) -> Message:
         self._own_ids += 1
         rpc_id = f"agent-harness-{self._token}-{self._own_ids}"
-        future: asyncio.Future[_Message] = asyncio.get_running_loop().create_future()
-        self._pending[_id_key(rpc_id)] = future
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self._pending[id_key(rpc_id)] = future
         body = {"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params}
         await self._to_upstream(jsonutil.dumps(body).encode())
         return await asyncio.wait_for(future, self.config.upstream_timeout_s)
@@ -352,7 +302,7 @@ class Proxy:
 
     # -- tools/call ---------------------------------------------------------------------------
 
-    async def _handle_call(self, message: _Message, rpc_id: Any) -> None:
+    async def _handle_call(self, message: Message, rpc_id: Any) -> None:
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         name = params.get("name") if message.data is not None else None
@@ -394,8 +344,8 @@ class Proxy:
             )
             return
         self._report("running")  # O3: current before the call goes upstream
-        key = _id_key(rpc_id)
-        future: asyncio.Future[_Message] = asyncio.get_running_loop().create_future()
+        key = id_key(rpc_id)
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._pending[key] = future
         await self._to_upstream(message.line)
         try:
