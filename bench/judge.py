@@ -100,18 +100,18 @@ def measure(writes: int, repeats: int = 1) -> dict[str, float]:
         refresh_total += time.perf_counter_ns() - start
         if call >= last:
             start = time.perf_counter_ns()
-            text.render_parts()
+            text.render_pieces()
             render_total += time.perf_counter_ns() - start
             render_calls += 1
         elif call % 1000 == 0:
-            text.render_parts()  # keep the cached fragments warm, as a proxy would
+            text.render_pieces()  # keep the cached fragments warm, as a proxy would
     gc.unfreeze()
     return {
         "events": len(events),
         "feed_us": feed_ns / 1000,
         "refresh_us": refresh_total / len(boundaries) / 1000,
         "render_ms": render_total / render_calls / 1e6,
-        "report_kb": sum(map(len, text.render_parts()[0])) / 1024,
+        "report_kb": sum(len(b) for _, b in text.render_pieces()[0]) / 1024,
     }
 
 

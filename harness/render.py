@@ -56,9 +56,9 @@ def judgement_markdown(j: Judgement) -> str:
         )
     for title, items in (("Violations", r["violations"]), ("Observations", r["observations"])):
         lines += ["", f"## {title}", ""]
-        lines += [f"- {x['code']}" + (f" ({x['tool']})" if x.get("tool") else "") for x in items] or [
-            "- none"
-        ]
+        lines += [
+            f"- {x['code']}" + (f" ({x['tool']})" if x.get("tool") else "") for x in items
+        ] or ["- none"]
     if j.patches:
         lines += ["", "# Prompt patches", "", patches_markdown(j.patches)]
     return "\n".join(lines)

@@ -10,13 +10,13 @@ a rename shows them, but ext4 does not flush the new file to disk first, as it d
 rename over an existing file (auto_da_alloc). That flush cost ~2 ms per write of a 1.5 MB report,
 twice per call (SPEC N1, bench/proxy_overhead.py).
 
-After an exchange the temp name holds the previous version. Its file is reused for a later
-version instead of being deleted, because writing into pages the file already has costs a
-tenth of allocating new ones (measured: 0.08 ms against 0.6 ms for 1.5 MB). It is reused only
-when nobody else has it open: a reader that opened the report when that version was current
-keeps an unchanged snapshot. Linux tells us through a lease: a write lease is granted only on a
-file no one else has open. Where leases or exchanges are not available, every version is a
-new file, as described above.
+After an exchange the temp name holds the previous version. Its file is kept and reused for a
+later version: the report is laid out in padded slots (harness.reportslots), so bringing a file
+from the version it holds to the new one means overwriting only the slots that changed since,
+a few kilobytes whatever the size of the report. A file is reused only when nobody else has it
+open, so a reader that opened the report when that version was current keeps an unchanged
+snapshot; Linux tells us through a lease, which is granted only on a file no one else has open.
+Where leases or exchanges are not available, every version is a new file written whole.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import Any
 
 from harness import CERTIFICATION, __version__, jsonutil
 from harness.errors import ReportFileError
+from harness.reportslots import Piece, Slots
 
 
 def _reason(exc: OSError) -> str:
@@ -91,6 +92,19 @@ def _write_all(fd: int, parts: list[bytes]) -> None:
                     view = view[os.write(fd, view) :]
 
 
+def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view = view[written:]
+        offset += written
+
+
+# (fd, version it holds, layout number) and, for a retired file, its temp name too.
+_Held = tuple[int, int, int]
+_Retired = tuple[int, str, int, int]
+
+
 class ReportFile:
     """A validated, locked report-file target."""
 
@@ -98,8 +112,9 @@ class ReportFile:
         self.requested = path
         self.target = self._validate(path)
         self._lock_fd = self._lock()
-        self._current: int | None = None  # our fd of the file now at the target
-        self._retired: list[tuple[int, str]] = []  # earlier versions, kept for reuse
+        self._slots = Slots()
+        self._current: _Held | None = None  # the file now at the target
+        self._retired: list[_Retired] = []  # files of earlier versions, kept for reuse
         self._leases = True
 
     @staticmethod
@@ -148,17 +163,26 @@ class ReportFile:
 
     def write_text(self, text: str) -> None:
         """Replace the report atomically; ReportFileError if that is impossible (O4)."""
-        self.write_parts([text.encode("utf-8")])
+        self.write_pieces([("text", text.encode("utf-8"))])
 
-    def write_parts(self, parts: list[bytes]) -> None:
-        """Replace the report with the concatenation of `parts`, atomically (O4)."""
-        fd, tmp = self._reusable() or self._fresh()
+    def write_pieces(self, pieces: list[Piece]) -> None:
+        """Replace the report with the concatenation of the pieces, atomically (O3, O4)."""
+        layout = self._slots.update(pieces, padded_slots=self._leases)
+        reused = self._reusable()
+        fd, tmp = (reused[0], reused[1]) if reused else self._fresh()
         try:
-            os.lseek(fd, 0, os.SEEK_SET)
-            _write_all(fd, parts)
-            os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_CUR))
+            patches = None
+            if reused is not None and reused[3] == layout.number:
+                patches = self._slots.changed_since(reused[2])
+            if patches is not None:
+                for offset, data in patches:
+                    _pwrite_all(fd, data, offset)
+            else:
+                os.lseek(fd, 0, os.SEEK_SET)
+                _write_all(fd, self._slots.whole())
+                os.ftruncate(fd, layout.size)
             self._check_still_regular()
-            self._switch(fd, tmp)
+            self._switch((fd, self._slots.version, layout.number), tmp)
         except (OSError, ReportFileError) as exc:
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -176,12 +200,12 @@ class ReportFile:
             raise ReportFileError(f"{self.requested}: cannot write report: {_reason(exc)}") from exc
         return fd, tmp
 
-    def _reusable(self) -> tuple[int, str] | None:
-        """An earlier version's file that no one else has open, to be written again."""
-        for i, (fd, tmp) in enumerate(self._retired):
-            if self._nobody_else_has_open(fd):
+    def _reusable(self) -> _Retired | None:
+        """An earlier version's file that no one else has open, to be brought up to date."""
+        for i, retired in enumerate(self._retired):
+            if self._nobody_else_has_open(retired[0]):
                 del self._retired[i]
-                return fd, tmp
+                return retired
         return None
 
     def _nobody_else_has_open(self, fd: int) -> bool:
@@ -193,11 +217,11 @@ class ReportFile:
             if exc.errno not in (errno.EAGAIN, errno.EBUSY):
                 self._leases = False  # no leases on this file system: always a new file
             return False
-        # Only a probe: a reader can now reach this file by its temp name alone.
+        # Only a probe: from now on a reader could reach this file by its temp name alone.
         fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
         return True
 
-    def _switch(self, fd: int, tmp: str) -> None:
+    def _switch(self, written: _Held, tmp: str) -> None:
         """Make `tmp` the report: an exchange where the system allows it, else a rename."""
         if _exchange(tmp, str(self.target)):
             # `tmp` now names what was at the target. A rename would have refused to replace
@@ -207,31 +231,31 @@ class ReportFile:
                 raise ReportFileError(
                     f"{self.requested}: the report file is no longer a regular file"
                 )
-            previous, self._current = self._current, fd
+            previous, self._current = self._current, written
             if previous is None:
                 os.unlink(tmp)  # a version another writer made: not ours to reuse
             else:
-                self._retired.append((previous, tmp))
+                self._retired.append((previous[0], tmp, previous[1], previous[2]))
                 while len(self._retired) > _RETIRED:
-                    old_fd, old_tmp = self._retired.pop(0)
-                    os.close(old_fd)
-                    os.unlink(old_tmp)
+                    old = self._retired.pop(0)
+                    os.close(old[0])
+                    os.unlink(old[1])
             return
         os.replace(tmp, self.target)
-        previous, self._current = self._current, fd
+        previous, self._current = self._current, written
         if previous is not None:
-            os.close(previous)
+            os.close(previous[0])
 
     def _forget_files(self) -> None:
-        for fd, tmp in self._retired:
+        for retired in self._retired:
             with contextlib.suppress(OSError):
-                os.close(fd)
+                os.close(retired[0])
             with contextlib.suppress(OSError):
-                os.unlink(tmp)
+                os.unlink(retired[1])
         self._retired = []
         if self._current is not None:
             with contextlib.suppress(OSError):
-                os.close(self._current)
+                os.close(self._current[0])
             self._current = None
 
     def _check_still_regular(self) -> None:

@@ -123,9 +123,9 @@ class Session:
     def judgement(self) -> Judgement:
         return judgement_of(self.judge)
 
-    def report_file_parts(self, status: str) -> list[bytes]:
-        """O2: the report file's JSON as UTF-8 parts; only what changed is re-serialised."""
-        report, v, score = self.text.render_parts()
+    def report_file_pieces(self, status: str) -> list[tuple[Any, bytes]]:
+        """O2: the report file's JSON as keyed UTF-8 pieces; only what changed is serialised."""
+        report, v, score = self.text.render_pieces()
         head = jsonutil.dumps(
             {"verdict": v.verdict, "status": status, "certification": CERTIFICATION}
         )
@@ -137,16 +137,18 @@ class Session:
         if classification is not self._tools_for:
             self._tools_for = classification
             self._tools_json = jsonutil.dumps(classification.as_json()).encode()
+        (_, report_head), *rest = report
         return [
-            head[:-1].encode() + b',"report":',
-            *report,
-            b',"score":' + jsonutil.dumps(score).encode() + b',"patches":' + self._patches_json,
-            b',"toolClassification":' + self._tools_json + self._version_tail,
+            ("file.head", head[:-1].encode() + b',"report":' + report_head),
+            *rest,
+            ("file.score", b',"score":' + jsonutil.dumps(score).encode()),
+            ("file.patches", b',"patches":' + self._patches_json),
+            ("file.tail", b',"toolClassification":' + self._tools_json + self._version_tail),
         ]
 
     def report_file_text(self, status: str) -> str:
         """The report file's JSON text."""
-        return b"".join(self.report_file_parts(status)).decode()
+        return b"".join(b for _, b in self.report_file_pieces(status)).decode()
 
 
 class EventList:

@@ -130,7 +130,9 @@ async def stdio_lines(max_bytes: int) -> tuple[LineReader, LineWriter]:
 
 
 @contextlib.asynccontextmanager
-async def mcp_streams(reader: LineReader, writer: LineWriter) -> AsyncIterator[tuple[object, object]]:
+async def mcp_streams(
+    reader: LineReader, writer: LineWriter
+) -> AsyncIterator[tuple[object, object]]:
     """Adapt a line pair to the MCP SDK's (read_stream, write_stream) of SessionMessages."""
     import anyio
     import mcp_types as types
@@ -225,7 +227,9 @@ class UpstreamProcess:
                 limit=max_bytes + 1,
             )
         except OSError as exc:
-            raise UpstreamError(f"cannot start upstream {command!r}: {exc.strerror or exc}") from exc
+            raise UpstreamError(
+                f"cannot start upstream {command!r}: {exc.strerror or exc}"
+            ) from exc
         return cls(proc, max_bytes)
 
     async def _pump_stderr(self) -> None:
@@ -266,8 +270,10 @@ class UpstreamProcess:
     def describe_exit(self) -> str:
         """How it ended, with the tail of its stderr (X5)."""
         code = self.proc.returncode
-        how = "is still running" if code is None else (
-            f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        how = (
+            "is still running"
+            if code is None
+            else (f"was killed by signal {-code}" if code < 0 else f"exited with code {code}")
         )
         tail = " | ".join(line for line in self.stderr_tail if line.strip())
         return f"the upstream {how}" + (f"; its last stderr lines: {tail}" if tail else "")

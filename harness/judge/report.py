@@ -222,42 +222,73 @@ def report_dict(judge: Judge) -> dict[str, Any]:
     }
 
 
+Piece = tuple[Any, bytes]  # (a key that names the same piece in every render, its bytes)
+_EMPTY = b""
+
+
 class _Chunks:
     """JSON fragments of one array, kept as UTF-8 chunks re-joined only where something changed.
 
-    A rendered report is a list of byte pieces, most of them these cached chunks themselves, so
-    writing a report of 50,000 operations never re-serialises them and copies them only once,
-    into the file (writev).
+    A rendered report is a list of keyed pieces; a chunk's piece stays the very same bytes
+    object until one of its fragments changes, so the report file can tell by identity what
+    changed and write only that (harness.reportslots), and 50,000 operations are never
+    serialised again.
     """
 
     SIZE = 256
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.items: list[bytes] = []
         self.joined: list[bytes | None] = []
+        self.comma: list[bytes] = []  # the same chunk with a leading comma
+        self._pieces: list[Piece] = []  # the last pieces handed out, reused up to `_stale`
+        self._seen_after: list[bool] = []  # whether the array has content up to each chunk
+        self._seen_in = False
+        self._stale = 0
 
     def set(self, index: int, fragment: bytes) -> None:
         while len(self.items) <= index:
-            self.items.append(b"")
+            self.items.append(_EMPTY)
             if len(self.items) > len(self.joined) * self.SIZE:
                 self.joined.append(None)
+                self.comma.append(_EMPTY)
         if self.items[index] != fragment:  # most operations never get a violation: keep
             self.items[index] = fragment  # their chunk's joined text instead of re-joining it
-            self.joined[index // self.SIZE] = None
+            chunk = index // self.SIZE
+            self.joined[chunk] = None
+            self._stale = min(self._stale, chunk)
 
-    def extend_parts(self, parts: list[bytes], seen: bool) -> bool:
-        """Append the non-empty chunks, comma-separated; `seen`: the array already has items."""
-        for c, cached in enumerate(self.joined):
-            if cached is None:
+    def pieces(self, out: list[Piece], seen: bool) -> bool:
+        """Append this array part's keyed pieces; `seen`: an earlier piece had content.
+
+        Empty chunks are reserved ahead (a quarter more, at least two), so a growing session
+        fills pieces that exist instead of changing the list of pieces at every new chunk.
+        Pieces before the first changed chunk are reused as they are, so the cost per call
+        follows what changed, not the length of the session.
+        """
+        count = len(self.joined)
+        start = self._stale if seen == self._seen_in else 0
+        start = min(start, count, len(self._pieces))
+        pieces = self._pieces[:start]
+        seen_after = self._seen_after[:start]
+        seen_here = seen_after[-1] if start else seen
+        for c in range(start, count):
+            joined = self.joined[c]
+            if joined is None:
                 chunk = self.items[c * self.SIZE : (c + 1) * self.SIZE]
-                cached = b",".join(filter(None, chunk))
-                self.joined[c] = cached
-            if cached:
-                if seen:
-                    parts.append(b",")
-                parts.append(cached)
-                seen = True
-        return seen
+                joined = self.joined[c] = b",".join(filter(None, chunk))
+                self.comma[c] = b"," + joined if joined else _EMPTY
+            piece = (self.comma[c] if seen_here else joined) if joined else _EMPTY
+            pieces.append(((self.name, c), piece))
+            seen_here = seen_here or bool(joined)
+            seen_after.append(seen_here)
+        for c in range(count, count + max(2, count // 4)):
+            pieces.append(((self.name, c), _EMPTY))
+        self._pieces, self._seen_after = pieces, seen_after
+        self._seen_in, self._stale = seen, count
+        out.extend(pieces)
+        return seen_here
 
 
 class ReportText:
@@ -265,11 +296,11 @@ class ReportText:
 
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
-        self._ops = _Chunks()
-        self._violations = _Chunks()
-        self._observations = _Chunks()
-        self._keys = _Chunks()
-        self._repeats = _Chunks()
+        self._ops = _Chunks("operations")
+        self._violations = _Chunks("violations")
+        self._observations = _Chunks("observations")
+        self._keys = _Chunks("keySummary")
+        self._repeats = _Chunks("repeats")
         self._dirty: tuple[dict[int, None], dict[int, None], dict[int, None]] = ({}, {}, {})
         # Whoever refreshes the judge (this text, an audit call, report_dict), we hear of it.
         judge.on_change(self._changed)
@@ -278,10 +309,11 @@ class ReportText:
         for dirty, indices in zip(self._dirty, (ops, keys, repeats), strict=True):
             dirty.update(dict.fromkeys(indices))
 
-    def render_parts(self) -> tuple[list[bytes], Verdict, dict[str, Any]]:
-        """(report JSON as UTF-8 parts to concatenate, verdict, score), taking in every change.
+    def render_pieces(self) -> tuple[list[Piece], Verdict, dict[str, Any]]:
+        """(report JSON as keyed UTF-8 pieces, verdict, score), taking in every change.
 
-        The first part is the report's head without its closing brace.
+        The pieces concatenate to the report's JSON; white space may go between any two. The
+        first piece is the report's head without its closing brace.
         """
         judge = self.judge
         judge.refresh()
@@ -302,19 +334,22 @@ class ReportText:
         for index in repeats:
             self._repeats.set(index, dumps(_repeat_finding(judge.unclassified[index])))
         v = verdict(judge)
-        head = dumps(_head(judge, v))
-        parts = [head[:-1], b',"operations":[']
-        self._ops.extend_parts(parts, False)
-        parts.append(b'],"violations":[')
-        self._violations.extend_parts(parts, False)
-        parts.append(b'],"observations":[')
-        self._repeats.extend_parts(parts, self._observations.extend_parts(parts, False))
-        parts.append(b'],"coverage":' + dumps(coverage(judge)) + b',"keySummary":[')
-        self._keys.extend_parts(parts, False)
-        parts.append(b'],"honesty":"NOT_MEASURED"}')
-        return parts, v, score(judge, v)
+        pieces: list[Piece] = [
+            ("report.head", dumps(_head(judge, v))[:-1]),
+            ("operations.open", b',"operations":['),
+        ]
+        self._ops.pieces(pieces, False)
+        pieces.append(("violations.open", b'],"violations":['))
+        self._violations.pieces(pieces, False)
+        pieces.append(("observations.open", b'],"observations":['))
+        self._repeats.pieces(pieces, self._observations.pieces(pieces, False))
+        pieces.append(("coverage", b'],"coverage":' + dumps(coverage(judge))))
+        pieces.append(("keySummary.open", b',"keySummary":['))
+        self._keys.pieces(pieces, False)
+        pieces.append(("report.tail", b'],"honesty":"NOT_MEASURED"}'))
+        return pieces, v, score(judge, v)
 
     def render(self) -> tuple[str, Verdict, dict[str, Any]]:
         """(report JSON text, verdict, score)."""
-        parts, v, s = self.render_parts()
-        return b"".join(parts).decode(), v, s
+        pieces, v, s = self.render_pieces()
+        return b"".join(b for _, b in pieces).decode(), v, s

@@ -97,7 +97,7 @@ async def serve(config: ProxyConfig) -> int:
         client_out,
         upstream.reader,
         upstream.writer,
-        write_report=report.write_parts if report else None,
+        write_report=report.write_pieces if report else None,
         log=log,
         describe_upstream_exit=upstream.describe_exit,
     )

@@ -42,7 +42,7 @@ class Proxy:
         upstream_in: LineReader,
         upstream_out: LineWriter,
         *,
-        write_report: Callable[[list[bytes]], None] | None = None,
+        write_report: Callable[[list[tuple[Any, bytes]]], None] | None = None,
         log: Callable[[str], None] = lambda line: None,
         describe_upstream_exit: Callable[[], str] = lambda: "the upstream closed its output",
     ) -> None:
@@ -109,7 +109,7 @@ class Proxy:
         if self.write_report is None or self.fatal is not None:
             return
         try:
-            self.write_report(self.session.report_file_parts(status))
+            self.write_report(self.session.report_file_pieces(status))
         except ReportFileError as exc:
             self.fatal = exc
             self._stop.set()
