@@ -112,3 +112,35 @@ def test_r7_report_of_a_missing_store_is_one_clear_error(tmp_path):
     assert made.returncode == 1
     assert made.stderr.strip().count("\n") == 0
     assert "no run store here" in made.stderr
+
+
+def test_r7_report_fits_a_phone_screen_without_sideways_scrolling(chromium, experiment):
+    _, html = experiment
+    page = chromium.new_page(html)
+    try:
+        page.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True},
+        )
+        widths = page.evaluate(
+            "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        # Wide tables scroll inside their own box; the page itself never does.
+        assert widths[0] <= widths[1] == 390
+        # The before/after table turns into one card per row with its counts on screen.
+        display = page.evaluate(
+            "getComputedStyle(document.querySelector('#before-after thead')).display"
+        )
+        assert display == "none"
+    finally:
+        page.close()
+
+
+def test_r7_report_prints_without_navigation(chromium, experiment):
+    _, html = experiment
+    page = chromium.new_page(html)
+    try:
+        page.send("Emulation.setEmulatedMedia", {"media": "print"})
+        assert page.evaluate("getComputedStyle(document.querySelector('nav.toc')).display") == "none"
+    finally:
+        page.close()
