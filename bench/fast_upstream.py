@@ -12,27 +12,14 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
-TOOLS = [
-    {
-        "name": "create_booking",
-        "description": "Create a booking.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "guest": {"type": "string"},
-                "date": {"type": "string"},
-                "idempotency_key": {"type": "string"},
-            },
-            "required": ["guest", "date"],
-        },
-    },
-    {
-        "name": "search_bookings",
-        "description": "Search bookings.",
-        "inputSchema": {"type": "object", "properties": {"guest": {"type": "string"}}},
-    },
-]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a plain script
+
+from harness.simulate import BOOKING_TOOLS  # noqa: E402
+
+# The simulated booking service's tools: a write by name (C4) and reads by prefix (C5).
+TOOLS = BOOKING_TOOLS
 
 
 def answer(message: dict) -> dict | None:
