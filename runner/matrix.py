@@ -118,6 +118,8 @@ def expand(spec: ExperimentSpec) -> list[RunCell]:
     cells = []
     for parts in product(*dimensions):
         cell = dict(zip(DIMENSIONS, parts, strict=True))
+        if not cell["conversation"].meets(cell["upstream"].name):
+            continue
         unpatched = cell_content(**{d: part for d, part in cell.items() if d != "patch"})
         ids = {
             "cell_id": _digest({**unpatched, "patch": cell["patch"].identity()}),

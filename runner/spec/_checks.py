@@ -72,6 +72,12 @@ def _combinations(spec: ExperimentSpec) -> Iterator[Problem]:
         if commands:
             why = "`always` can host only built-in upstreams in process"
             yield ("proxy", "in_process"), f"{why}; {commands[0]!r} is a command"
+    upstreams = [u.name for u in spec.upstreams]
+    for i, conversation in enumerate(spec.conversations):
+        for j, name in enumerate(conversation.upstreams or ()):
+            if name not in upstreams:
+                hint = did_you_mean(name, upstreams) or f"; the upstreams are {', '.join(upstreams)}"
+                yield ("conversations", i, "upstreams", j), f"no upstream named {name!r}{hint}"
     if spec.retry.max_backoff_s < spec.retry.backoff_s:
         yield ("retry", "max_backoff_s"), "must not be below `backoff_s`"
 

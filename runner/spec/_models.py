@@ -154,6 +154,9 @@ class Conversation(Frozen):
     name: Name
     user: Text
     follow_ups: tuple[Text, ...] = list_field(default=())
+    # Crossed with these upstreams only (default: every one), e.g. a booking request is not
+    # put to the payment service. Not part of the cell: the cells it does take keep their ids.
+    upstreams: tuple[Name, ...] | None = list_field(default=None, min_length=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -165,3 +168,7 @@ class Conversation(Frozen):
     def identity(self) -> Any:
         """The messages, without the name."""
         return {"user": self.user, "follow_ups": list(self.follow_ups)}
+
+    def meets(self, upstream: str) -> bool:
+        """Whether this conversation is run against the upstream named so."""
+        return self.upstreams is None or upstream in self.upstreams

@@ -91,6 +91,20 @@ def test_matrix_size_is_the_product_of_the_dimensions(tmp_path, sizes, runs):
 
 
 # R1
+def test_a_conversation_limited_to_some_upstreams_is_crossed_with_those_only(tmp_path):
+    everything = expand(load(tmp_path, base(), "a.yaml"))
+    spec = base()
+    spec["conversations"][1]["upstreams"] = ["nosearch"]
+    limited = expand(load(tmp_path, spec, "b.yaml"))
+    pairs = {(c.labels["conversation"], c.labels["upstream"]) for c in limited}
+    assert pairs == {("again", "booking"), ("again", "nosearch"), ("single", "nosearch")}
+    assert len(limited) == len(everything) * 3 // 4
+    # The restriction is not part of a cell: the cells it keeps keep their run ids.
+    kept = ids_by_labels(limited)
+    assert kept.items() <= ids_by_labels(everything).items()
+
+
+# R1
 def test_run_ids_are_stable_across_reloads(tmp_path):
     first = expand(load(tmp_path, base(), "a.yaml"))
     second = expand(load(tmp_path, base(), "b.yaml"))

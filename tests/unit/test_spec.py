@@ -419,6 +419,20 @@ ERROR_CASES = [
         "duplicate key (first on line",
     ),
     (
+        "a conversation limited to an upstream that does not exist",
+        spec_text(
+            conversations="\n  - name: c\n    user: Book.\n    upstreams:\n      - bb  " + MARK
+        ),
+        "conversations[0].upstreams[0]",
+        "no upstream named 'bb' (did you mean 'b'?)",
+    ),
+    (
+        "a conversation limited to no upstream at all",
+        spec_text(conversations="\n  - name: c\n    user: Book.\n    upstreams: []  " + MARK),
+        "conversations[0].upstreams",
+        "must not be empty",
+    ),
+    (
         "conversation and conversations together",
         spec_text(conversation="{name: d, user: x}  " + MARK),
         "conversation",
