@@ -136,6 +136,24 @@ def test_r7_report_fits_a_phone_screen_without_sideways_scrolling(chromium, expe
         page.close()
 
 
+def test_r7_every_table_fits_a_desktop_screen_without_scrolling_inside(chromium, experiment):
+    _, html = experiment
+    page = chromium.new_page(html)
+    try:
+        page.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+        )
+        overflowing = page.evaluate(
+            """[...document.querySelectorAll('main > section > .table-wrap')]
+                 .filter(e => e.scrollWidth > e.clientWidth)
+                 .map(e => e.querySelector('table').id || e.parentElement.id)"""
+        )
+        assert overflowing == []
+    finally:
+        page.close()
+
+
 def test_r7_report_prints_without_navigation(chromium, experiment):
     _, html = experiment
     page = chromium.new_page(html)

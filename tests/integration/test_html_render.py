@@ -187,6 +187,15 @@ def test_per_cell_table_and_charts_are_present(page):
     assert all(c.get("role") == "img" for c in charts)
 
 
+def test_per_cell_rows_count_runs_failures_and_verdicts(page):  # R6, R7
+    runs = [(a["data-runs"], a["data-errors"]) for _t, a in page.tags if "data-runs" in a]
+    verdicts = [(a["data-pass"], a["data-fail"], a["data-not-tested"]) for _t, a in page.tags
+                if "data-pass" in a]
+    assert runs == [("5", "0"), ("5", "0"), ("4", "1"), ("1", "0")]
+    assert verdicts == [("1", "4", "0"), ("4", "1", "0"), ("1", "2", "0"), ("0", "1", "0")]
+    assert "1 failed to run" in "".join(page.text)
+
+
 def test_drill_down_shows_fault_is_error_and_ground_truth(page):
     text = "".join(page.text)
     assert "injected fault: F1" in text and "isError" in text
