@@ -17,7 +17,7 @@ from runner.analysis.stats import fisher_exact, wilson_exprs
 
 # The run columns the aggregation reads; loading only these keeps 100,000 runs fast (N2).
 RUN_COLUMNS = (
-    "run_id", "experiment", *CELL_KEYS, "status", "error", "verdict", "duplicate_found",
+    "run_id", "experiment", *CELL_KEYS, "repetition", "status", "error", "verdict", "duplicate_found",
     "real_duplicate", "score_overall", "tokens_prompt", "tokens_completion", "cost_usd",
     "latency_ms", "started_at", "finished_at", "harness_version",
 )

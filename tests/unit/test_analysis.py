@@ -221,6 +221,17 @@ def test_drill_down_loads_findings_and_report_fields(store):
     assert "report_json" not in detail.run
 
 
+def test_drill_down_shows_the_runs_of_a_cell_in_repetition_order(tmp_path):  # R7
+    # Run ids are hashes: their order says nothing. Within a priority, #1 comes before #2.
+    runs = [run("alpha", "none", NO_FOLLOW_UP, "clean") for _ in range(4)]
+    runs = [r.model_copy(update={"run_id": f"z{9 - k}", "repetition": k + 1})
+            for k, r in enumerate(runs)]
+    with Store.open(tmp_path / "runs.duckdb") as s:
+        s.save_runs(runs)
+        result = analyse(s, "exp")
+    assert [d.run["repetition"] for d in result.details] == [1, 2, 3, 4]
+
+
 @pytest.mark.parametrize(("limit", "shown"), [(0, 0), (1000, 28)])
 def test_drill_down_limit_bounds(store, limit, shown):
     result = analyse(store, "exp", max_detail_runs=limit)
