@@ -22,10 +22,7 @@ from pathlib import Path
 
 import pytest
 
-try:  # the repo root is on sys.path (PYTHONPATH=. or pytest's `pythonpath`)
-    from tests.e2e import browser
-except ModuleNotFoundError:  # pytest's default "prepend" import mode puts tests/e2e there
-    import browser  # type: ignore[no-redef]
+from tests.e2e import browser  # the repo root is on sys.path: pytest's `pythonpath`
 
 THIRDPARTY_DIR = Path(__file__).parent / "thirdparty"
 NPM_SCOPE_DIR = THIRDPARTY_DIR / "node_modules" / "@modelcontextprotocol"

@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-try:  # see conftest.py: both import modes of pytest are supported
-    from tests.e2e import browser
-except ModuleNotFoundError:
-    import browser  # type: ignore[no-redef]
+from tests.e2e import browser
 
 pytestmark = pytest.mark.slow
 

@@ -31,6 +31,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from harness.transport import StreamLineReader, StreamLineWriter, mcp_streams
+from tests.linetap import READ_LIMIT, TapReader
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -38,40 +39,11 @@ SERVER = Path(__file__).parent / "servers" / "counting_server.py"
 BOOK = {"guest": "Ann", "date": "2026-12-01"}
 OTHER = {"guest": "Bob", "date": "2026-12-02"}
 DEADLINE_S = 30  # any single wait in this file
-READ_LIMIT = 64 * 1024 * 1024  # our side of the proxy's stdout: never the bottleneck
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-class TapReader:
-    """A line reader that also keeps every line it read (what the client really got)."""
-
-    def __init__(self, inner: StreamLineReader) -> None:
-        self.inner = inner
-        self.lines: list[bytes] = []
-        self._new = asyncio.Event()
-
-    async def read_line(self) -> bytes | None:
-        line = await self.inner.read_line()
-        if line is not None:
-            self.lines.append(line)
-            self._new.set()
-        return line
-
-    async def wait_for(self, found: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        seen = 0
-        with anyio.fail_after(DEADLINE_S):
-            while True:
-                for line in self.lines[seen:]:
-                    message = json.loads(line)
-                    if found(message):
-                        return message
-                seen = len(self.lines)
-                self._new = asyncio.Event()
-                await self._new.wait()
 
 
 @dataclass
@@ -167,7 +139,7 @@ async def proxy_session(
     proc = await start(argv, tmp_path, **popen)
     run = Run(proc, truth, report_path, tmp_path / "proxy.err")
     assert proc.stdout is not None and proc.stdin is not None
-    run.tap = TapReader(StreamLineReader(proc.stdout, READ_LIMIT))
+    run.tap = TapReader(StreamLineReader(proc.stdout, READ_LIMIT), DEADLINE_S)
     run.writer = StreamLineWriter(proc.stdin)
     try:
         with anyio.fail_after(DEADLINE_S):

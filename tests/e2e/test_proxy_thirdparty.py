@@ -22,14 +22,11 @@ from mcp.client.session import ClientSession
 
 from harness.proxy.audit import AUDIT_TOOLS
 from harness.transport import StreamLineReader, StreamLineWriter, mcp_streams
-
-try:
-    from tests.e2e.test_proxy_e2e import DEADLINE_S, READ_LIMIT, TapReader
-except ModuleNotFoundError:  # pytest's prepend import mode puts tests/e2e on sys.path
-    from test_proxy_e2e import DEADLINE_S, READ_LIMIT, TapReader  # type: ignore[no-redef]
+from tests.linetap import READ_LIMIT, TapReader
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
+DEADLINE_S = 30  # any single wait in this file
 AUDIT_NAMES = [t["name"] for t in AUDIT_TOOLS]
 SERVERS = {
     "memory": "memory_server_cmd",
@@ -71,7 +68,7 @@ async def mcp_process(
             limit=READ_LIMIT,
         )
     assert proc.stdin is not None and proc.stdout is not None
-    tap = TapReader(StreamLineReader(proc.stdout, READ_LIMIT))
+    tap = TapReader(StreamLineReader(proc.stdout, READ_LIMIT), DEADLINE_S)
     try:
         with anyio.fail_after(DEADLINE_S):
             async with mcp_streams(tap, StreamLineWriter(proc.stdin)) as (read, write):

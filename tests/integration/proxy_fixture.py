@@ -33,6 +33,7 @@ from harness.proxy.router import Proxy
 from harness.session import EventList, Session
 from harness.tools import ClassifierConfig
 from harness.transport import MemoryPipe, mcp_streams
+from tests.linetap import LineTap
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}
 SESSION_TIMEOUT_S = 20
@@ -262,13 +263,13 @@ class ScriptedUpstream:
             await writer.write_line(json.dumps(body, ensure_ascii=False).encode())
 
 
-@dataclass
-class TapPipe(MemoryPipe):
+class TapPipe(MemoryPipe, LineTap):
     """A MemoryPipe that also keeps every line written to it."""
 
-    lines: list[bytes] = field(default_factory=list)
-    _new_line: asyncio.Event | None = None
-    eof_read: asyncio.Event = field(default_factory=asyncio.Event)  # the reader saw EOF
+    def __init__(self) -> None:
+        MemoryPipe.__init__(self)
+        LineTap.__init__(self, SESSION_TIMEOUT_S)
+        self.eof_read = asyncio.Event()  # the reader saw EOF
 
     async def read_line(self) -> bytes | None:
         line = await super().read_line()
@@ -277,26 +278,8 @@ class TapPipe(MemoryPipe):
         return line
 
     async def write_line(self, line: bytes) -> None:
-        self.lines.append(line)
-        if self._new_line is not None:
-            self._new_line.set()
+        self.record(line)
         await super().write_line(line)
-
-    async def wait_for(self, found: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        """The first message (already written or still to come) for which `found` is true."""
-        seen = 0
-        with anyio.fail_after(SESSION_TIMEOUT_S):
-            while True:
-                for line in self.lines[seen:]:
-                    message = json.loads(line)
-                    if found(message):
-                        return message
-                seen = len(self.lines)
-                self._new_line = asyncio.Event()
-                await self._new_line.wait()
-
-    def messages(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.lines]
 
     def answer_to(self, rpc_id: Any) -> tuple[bytes, dict[str, Any]]:
         """The raw line and parsed message that answers request `rpc_id`."""

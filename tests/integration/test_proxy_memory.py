@@ -22,25 +22,14 @@ from harness.proxy.audit import AUDIT_TOOLS
 from harness.reportfile import ReportFile
 from harness.simulate import FakeClock
 from harness.transport import MemoryPipe, mcp_streams
-
-try:
-    from tests.integration.proxy_fixture import (
-        BOOK,
-        INSTRUCTIONS,
-        RESOURCE_URI,
-        RecordingUpstream,
-        ScriptedUpstream,
-        proxied,
-    )
-except ModuleNotFoundError:  # pytest's prepend import mode puts tests/integration on sys.path
-    from proxy_fixture import (  # type: ignore[no-redef]
-        BOOK,
-        INSTRUCTIONS,
-        RESOURCE_URI,
-        RecordingUpstream,
-        ScriptedUpstream,
-        proxied,
-    )
+from tests.integration.proxy_fixture import (
+    BOOK,
+    INSTRUCTIONS,
+    RESOURCE_URI,
+    RecordingUpstream,
+    ScriptedUpstream,
+    proxied,
+)
 
 pytestmark = pytest.mark.anyio
 
