@@ -274,11 +274,7 @@ class Browser:
             page.send(f"{domain}.enable")
         page.send("Page.setLifecycleEventsEnabled", {"enabled": True})
         # Headless window size minus its (invisible) frame varies: pin the viewport.
-        width, height = VIEWPORT
-        page.send(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
-        )
+        page.set_viewport(*VIEWPORT)
         page.goto(url, timeout=timeout)
         return page
 
@@ -354,6 +350,13 @@ class Page:
     def send(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
         """A CDP command in this page's session."""
         return self.browser.send(method, params, session_id=self.session_id, **kw)
+
+    def set_viewport(self, width: int, height: int, *, mobile: bool = False) -> None:
+        """Lay the page out for a screen of this size (`mobile`: a phone's meta viewport)."""
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile},
+        )
 
     def goto(self, path_or_url: str | os.PathLike[str], timeout: float = COMMAND_TIMEOUT) -> None:
         """Navigate and wait for the load event (bounded by `timeout`)."""
