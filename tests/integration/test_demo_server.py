@@ -24,6 +24,16 @@ from harness.faults import PlanConfig
 COMMAND = Path(sys.executable).with_name("agent-harness")
 TIMEOUT_S = 30
 BOOK = {"guest": "Ann", "date": "2026-12-01"}
+# D1: the seven tools, in the order tools/list gives them.
+SEVEN_TOOLS = [
+    "start_session",
+    "execute_call",
+    "get_report",
+    "get_score",
+    "list_scenarios",
+    "reset_session",
+    "delete_session",
+]
 BANNED_SCHEMA_KEYS = {"$schema", "pattern", "format", "propertyNames"}
 
 
@@ -68,15 +78,7 @@ async def test_d1_lists_seven_tools_that_each_say_this_is_a_demo(tmp_path):  # D
     async with demo_client(tmp_path) as s:
         tools = (await s.list_tools()).tools
         scenarios, is_error = await call(s, "list_scenarios")
-    assert [t.name for t in tools] == [
-        "start_session",
-        "execute_call",
-        "get_report",
-        "get_score",
-        "list_scenarios",
-        "reset_session",
-        "delete_session",
-    ]
+    assert [t.name for t in tools] == SEVEN_TOOLS
     for tool in tools:
         assert "DEMO" in tool.description and "agent-harness proxy" in tool.description
         assert tool.input_schema["type"] == "object"
@@ -273,12 +275,4 @@ def test_d1_every_answer_carries_the_demo_notice():  # D1
     ]
     for answer in answers:
         assert "agent-harness proxy" in answer["content"][0]["text"]
-    assert set(TOOLS) == {
-        "start_session",
-        "execute_call",
-        "get_report",
-        "get_score",
-        "list_scenarios",
-        "reset_session",
-        "delete_session",
-    }
+    assert list(TOOLS) == SEVEN_TOOLS
