@@ -72,14 +72,29 @@ def _combinations(spec: ExperimentSpec) -> Iterator[Problem]:
         if commands:
             why = "`always` can host only built-in upstreams in process"
             yield ("proxy", "in_process"), f"{why}; {commands[0]!r} is a command"
-    upstreams = [u.name for u in spec.upstreams]
-    for i, conversation in enumerate(spec.conversations):
-        for j, name in enumerate(conversation.upstreams or ()):
-            if name not in upstreams:
-                hint = did_you_mean(name, upstreams) or f"; the upstreams are {', '.join(upstreams)}"
-                yield ("conversations", i, "upstreams", j), f"no upstream named {name!r}{hint}"
+    yield from _pairings(spec)
     if spec.retry.max_backoff_s < spec.retry.backoff_s:
         yield ("retry", "max_backoff_s"), "must not be below `backoff_s`"
+
+
+def _pairings(spec: ExperimentSpec) -> Iterator[Problem]:
+    """Conversations limited to some upstreams: names that exist, and no upstream left out."""
+    upstreams = [u.name for u in spec.upstreams]
+    unknown = [
+        (("conversations", i, "upstreams", j), name)
+        for i, conversation in enumerate(spec.conversations)
+        for j, name in enumerate(conversation.upstreams or ())
+        if name not in upstreams
+    ]
+    for loc, name in unknown:
+        hint = did_you_mean(name, upstreams) or f"; the upstreams are {', '.join(upstreams)}"
+        yield loc, f"no upstream named {name!r}{hint}"
+    if unknown:
+        return  # a misspelt name leaves its upstream out: one error, not two
+    for k, name in enumerate(upstreams):
+        if not any(conversation.meets(name) for conversation in spec.conversations):
+            why = "every conversation names its `upstreams` and none names this one"
+            yield ("upstreams", k), f"{name!r} would get no runs: {why}"
 
 
 def check(spec: ExperimentSpec) -> list[Problem]:

@@ -427,6 +427,15 @@ ERROR_CASES = [
         "no upstream named 'bb' (did you mean 'b'?)",
     ),
     (
+        "an upstream no conversation is put to",
+        spec_text(
+            upstreams="\n  - {name: b, builtin: booking}\n  - {name: p, builtin: payment}  " + MARK,
+            conversations="\n  - name: c\n    user: Book.\n    upstreams: [b]",
+        ),
+        "upstreams[1]",
+        "'p' would get no runs",
+    ),
+    (
         "a conversation limited to no upstream at all",
         spec_text(conversations="\n  - name: c\n    user: Book.\n    upstreams: []  " + MARK),
         "conversations[0].upstreams",
