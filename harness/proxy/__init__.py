@@ -1,0 +1,32 @@
+"""The proxy's public face: what a caller needs to run one proxy and read what it recorded.
+
+Configure it (`ProxyConfig` with its `PlanConfig` and `ClassifierConfig`), start it as a
+subprocess (`proxy_command`, whose flags `proxy_argv` writes and `parse` reads back) or in
+this process (`in_process_proxy`), then read its event log (`read_event_log`). The runner, and
+a Ray worker executing one run, import the harness through here.
+"""
+
+from harness.events import CallReceived, FaultApplied
+from harness.events import read_jsonl as read_event_log
+from harness.faults import MAX_RETRY_AFTER_S, PlanConfig
+from harness.identity import value_key
+from harness.proxy.args import ProxyConfig, parse, proxy_argv
+from harness.proxy.hosting import InProcessProxy, in_process_proxy, proxy_command
+from harness.tools import DEFAULT_KEY_FIELDS, ClassifierConfig
+
+__all__ = [
+    "DEFAULT_KEY_FIELDS",
+    "MAX_RETRY_AFTER_S",
+    "CallReceived",
+    "ClassifierConfig",
+    "FaultApplied",
+    "InProcessProxy",
+    "PlanConfig",
+    "ProxyConfig",
+    "in_process_proxy",
+    "parse",
+    "proxy_argv",
+    "proxy_command",
+    "read_event_log",
+    "value_key",
+]

@@ -213,7 +213,7 @@ def parse(argv: list[str]) -> Parsed:
     if audit not in ("on", "off"):
         raise UsageError(f"--audit-tools must be on or off, got {one['--audit-tools']!r}")
     timeout = _number("--upstream-timeout", one.get("--upstream-timeout", "60"), float)
-    if timeout <= 0:
+    if not timeout > 0:  # `not >`: NaN is refused too
         raise UsageError("--upstream-timeout must be above 0 seconds")
     max_bytes = int(
         _number(
@@ -258,6 +258,43 @@ def parse(argv: list[str]) -> Parsed:
             max_message_bytes=max_bytes,
         )
     )
+
+
+def proxy_argv(config: ProxyConfig) -> list[str]:
+    """The flags that `parse` turns back into `config`: parse(proxy_argv(c)).config == c."""
+    # The --flag=value form for free text: a value may begin with `--` (X1).
+    argv = [f"--upstream-command={config.upstream_command}"]
+    argv += [f"--upstream-arg={a}" for a in config.upstream_args]
+    if config.upstream_cwd is not None:
+        argv += [f"--upstream-cwd={config.upstream_cwd}"]
+    argv += [f"--upstream-env-var={k}={v}" for k, v in config.upstream_env.items()]
+    plan = config.plan
+    if plan.scenario:
+        argv += ["--scenario", plan.scenario]
+        if plan.scenario == "F2":
+            argv += ["--retry-after", repr(float(plan.retry_after_s))]
+    if plan.chaos_error_rate is not None:
+        argv += ["--mode", "chaos", "--error-rate", repr(float(plan.chaos_error_rate))]
+        if plan.seed is not None:
+            argv += ["--seed", str(plan.seed)]
+    if plan.fault_delay_ms and (plan.scenario or plan.chaos_error_rate is not None):
+        argv += ["--fault-delay", str(plan.fault_delay_ms)]
+    classifier = config.classifier
+    if classifier.write_globs is not None:
+        argv += [f"--write-tools={','.join(classifier.write_globs)}"]
+    if classifier.read_globs:
+        argv += [f"--read-tools={','.join(classifier.read_globs)}"]
+    argv += [f"--key-fields={','.join(classifier.key_fields)}"]
+    argv += ["--audit-tools", "on" if config.audit_tools else "off"]
+    if config.report_file is not None:
+        argv += [f"--report-file={config.report_file}"]
+    if config.event_log is not None:
+        argv += [f"--event-log={config.event_log}"]
+    # repr, not a format: a float must come back exactly.
+    argv += ["--upstream-timeout", repr(float(config.upstream_timeout_s))]
+    if config.max_message_bytes != DEFAULT_MAX_MESSAGE_BYTES:
+        argv += ["--max-message-bytes", str(config.max_message_bytes)]
+    return argv
 
 
 def help_text() -> str:

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.faults import PlanConfig
-from harness.proxy.args import ProxyConfig
-from harness.tools import ClassifierConfig
+from harness.proxy import (
+    ClassifierConfig,
+    PlanConfig,
+    ProxyConfig,
+    in_process_proxy,
+    proxy_command,
+)
 
 
 @dataclass(frozen=True)
@@ -63,41 +65,6 @@ class Connection:
     finish: Callable[[], Any] | None = None
 
 
-def proxy_argv(config: ProxyConfig) -> list[str]:
-    """The `agent-harness proxy ...` command line for a config (the user-visible form)."""
-    exe = Path(sys.executable).parent / "agent-harness"
-    argv = [str(exe), "proxy"] if exe.exists() else [sys.executable, "-m", "harness", "proxy"]
-    argv += ["--upstream-command", config.upstream_command]
-    argv += [f"--upstream-arg={a}" for a in config.upstream_args]
-    if config.upstream_cwd:
-        argv += ["--upstream-cwd", config.upstream_cwd]
-    argv += [f"--upstream-env-var={k}={v}" for k, v in config.upstream_env.items()]
-    plan = config.plan
-    if plan.scenario:
-        argv += ["--scenario", plan.scenario]
-        if plan.scenario == "F2":
-            argv += ["--retry-after", f"{plan.retry_after_s:g}"]
-    if plan.chaos_error_rate is not None:
-        argv += ["--mode", "chaos", "--error-rate", f"{plan.chaos_error_rate:g}"]
-        if plan.seed is not None:
-            argv += ["--seed", str(plan.seed)]
-    if plan.fault_delay_ms and (plan.scenario or plan.chaos_error_rate is not None):
-        argv += ["--fault-delay", str(plan.fault_delay_ms)]
-    classifier = config.classifier
-    if classifier.write_globs is not None:
-        argv += [f"--write-tools={','.join(classifier.write_globs)}"]
-    if classifier.read_globs:
-        argv += [f"--read-tools={','.join(classifier.read_globs)}"]
-    argv += [f"--key-fields={','.join(classifier.key_fields)}"]
-    argv += ["--audit-tools", "on" if config.audit_tools else "off"]
-    if config.report_file:
-        argv += ["--report-file", config.report_file]
-    if config.event_log:
-        argv += ["--event-log", config.event_log]
-    argv += ["--upstream-timeout", f"{config.upstream_timeout_s:g}"]
-    return argv
-
-
 @contextlib.asynccontextmanager
 async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIterator[Connection]:
     """A real `agent-harness proxy` subprocess in front of the upstream."""
@@ -109,7 +76,7 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
         workdir / "events.jsonl",
         workdir / "proxy.stderr",
     )
-    argv = proxy_argv(target.proxy_config(report, events))
+    argv = proxy_command(target.proxy_config(report, events))
     params = StdioServerParameters(
         command=argv[0], args=argv[1:], env=dict(os.environ), cwd=str(workdir)
     )
@@ -123,49 +90,19 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
 @contextlib.asynccontextmanager
 async def in_process_connection(target: ProxyTarget, workdir: Path) -> AsyncIterator[Connection]:
     """Proxy and built-in upstream hosted here, over memory streams (the same Proxy code)."""
-    import asyncio
-
     from mcp.client.session import ClientSession
 
-    from harness.proxy.router import Proxy
-    from harness.session import EventList, Session
-    from harness.transport import MemoryPipe, mcp_streams
     from runner.upstreams import serve
 
-    if target.builtin_kind is None or target.builtin_db is None:
+    kind, db = target.builtin_kind, target.builtin_db
+    if kind is None or db is None:
         raise ValueError("in-process runs need a built-in upstream")
     report = workdir / "report.json"
-    config = target.proxy_config(report, None)
-    log = EventList()
-    session = Session(config.classifier, config.plan, kind="proxy", sinks=[log])
-    to_proxy, from_proxy, to_upstream, from_upstream = (MemoryPipe() for _ in range(4))
-    # O3 (a current report file on disk at every call) guards against a proxy that dies
-    # mid-run. In process, whatever kills the proxy kills the runner with it, and the run is
-    # re-run on resume: the report is rendered and written once, at the end (rendering and
-    # writing it at every call was ~10 % of an in-process run's time).
-    proxy = Proxy(config, session, to_proxy, from_proxy, from_upstream, to_upstream)
 
-    async def upstream() -> None:
-        async with mcp_streams(to_upstream, from_upstream) as (read, write):
-            await serve(target.builtin_kind, target.builtin_db, read, write)
+    async def upstream(read: Any, write: Any) -> None:
+        await serve(kind, db, read, write)
 
-    upstream_task = asyncio.create_task(upstream())
-    proxy_task = asyncio.create_task(proxy.run())
-    try:
-        async with mcp_streams(from_proxy, to_proxy) as (read, write):
-            async with ClientSession(read, write) as client:
-                await client.initialize()
-                yield Connection(client, report, workdir / "events.jsonl", None, log.events)
-        await to_proxy.close()  # the client is gone: the proxy ends the session
-        await asyncio.wait_for(proxy_task, 10)
-    finally:
-        await to_upstream.close()
-        for task in (proxy_task, upstream_task):
-            task.cancel()
-        await asyncio.gather(proxy_task, upstream_task, return_exceptions=True)
-        if session.ended:
-            report.write_text(session.report_file_text("finished"))
-
-
-def clean_workdir(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+    async with in_process_proxy(target.proxy_config(report, None), upstream) as proxy:
+        async with ClientSession(proxy.read_stream, proxy.write_stream) as client:
+            await client.initialize()
+            yield Connection(client, report, workdir / "events.jsonl", None, proxy.events)

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import jsonutil
-from harness.events import CallReceived, FaultApplied, read_jsonl
-from harness.identity import value_key
+from harness.proxy import CallReceived, FaultApplied, read_event_log, value_key
 from runner.records import FindingRow, OperationRow, PatchRow, TranscriptEntry
 
 
@@ -16,7 +15,7 @@ def load_events(path: Path) -> list[Any]:
     """The proxy's event log, or nothing if it never wrote one."""
     if not path.exists():
         return []
-    return list(read_jsonl(path))
+    return list(read_event_log(path))
 
 
 def faults_by_call(events: list[Any]) -> list[tuple[str, str, str | None]]:

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__, jsonutil
-from harness.faults import PlanConfig
-from harness.tools import DEFAULT_KEY_FIELDS, ClassifierConfig
+from harness.proxy import DEFAULT_KEY_FIELDS, ClassifierConfig, PlanConfig
 from runner.agent.loop import (
     AgentResult,
     LoopLimits,

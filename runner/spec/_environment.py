@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from harness.faults import MAX_RETRY_AFTER_S
+from harness.proxy import MAX_RETRY_AFTER_S
 from runner.spec._base import (
     Frozen,
     FrozenDict,

@@ -340,6 +340,7 @@ def test_s11_fault_delay_needs_a_fault_and_is_not_negative():  # S11
 
 def test_x5_upstream_timeout_must_be_positive():  # X5
     assert "above 0" in refused(*UP, "--upstream-timeout", "0")
+    assert "above 0" in refused(*UP, "--upstream-timeout", "nan")
     assert config("--upstream-timeout", "0.5").upstream_timeout_s == 0.5
 
 

@@ -1,0 +1,83 @@
+"""Two ways for a caller to host one proxy: a subprocess command, or this process (R3).
+
+`proxy_command` is the `agent-harness proxy ...` command line a user would put in a client
+config. `in_process_proxy` runs the same `Proxy` code in this process, in front of an MCP
+server coroutine, over memory streams: no interpreter start-ups, the same JSON-RPC lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.proxy.args import ProxyConfig, proxy_argv
+
+# An MCP server over the SDK's (read_stream, write_stream) pair, e.g. `server.run(read, write,
+# ...)`; it should return when its read stream ends.
+UpstreamServer = Callable[[Any, Any], Awaitable[None]]
+
+# How long the proxy may take to end its session after the client left.
+END_TIMEOUT_S = 10.0
+
+
+def proxy_command(config: ProxyConfig) -> list[str]:
+    """The whole `agent-harness proxy ...` command line that runs `config` as a subprocess."""
+    exe = Path(sys.executable).parent / "agent-harness"
+    head = [str(exe), "proxy"] if exe.exists() else [sys.executable, "-m", "harness", "proxy"]
+    return [*head, *proxy_argv(config)]
+
+
+@dataclass
+class InProcessProxy:
+    """An in-process proxy as its client sees it: MCP streams, and the events it recorded."""
+
+    read_stream: Any  # for mcp.ClientSession(read_stream, write_stream)
+    write_stream: Any
+    events: list[Any] = field(default_factory=list)  # the session's events, as they happen
+
+
+@contextlib.asynccontextmanager
+async def in_process_proxy(
+    config: ProxyConfig, upstream: UpstreamServer
+) -> AsyncIterator[InProcessProxy]:
+    """Proxy and upstream server in this process; the report file is written once, at the end.
+
+    O3 (a current report file at every call) guards against a proxy that dies mid-run. In
+    process, whatever kills the proxy kills its caller with it: the report is rendered and
+    written when the session ends (at every call it cost ~10 % of a run's time). An event-log
+    file is not written; `events` holds the same events.
+    """
+    from harness.proxy.router import Proxy
+    from harness.session import EventList, Session
+    from harness.transport import MemoryPipe, mcp_streams
+
+    log = EventList()
+    session = Session(config.classifier, config.plan, kind="proxy", sinks=[log])
+    to_proxy, from_proxy, to_upstream, from_upstream = (
+        MemoryPipe(config.max_message_bytes) for _ in range(4)
+    )
+    proxy = Proxy(config, session, to_proxy, from_proxy, from_upstream, to_upstream)
+
+    async def serve_upstream() -> None:
+        async with mcp_streams(to_upstream, from_upstream) as (read, write):
+            await upstream(read, write)
+
+    upstream_task = asyncio.create_task(serve_upstream())
+    proxy_task = asyncio.create_task(proxy.run())
+    try:
+        async with mcp_streams(from_proxy, to_proxy) as (read, write):
+            yield InProcessProxy(read, write, log.events)
+        await to_proxy.close()  # the client is gone: the proxy ends the session
+        await asyncio.wait_for(proxy_task, END_TIMEOUT_S)
+    finally:
+        await to_upstream.close()
+        for task in (proxy_task, upstream_task):
+            task.cancel()
+        await asyncio.gather(proxy_task, upstream_task, return_exceptions=True)
+        if session.ended and config.report_file is not None:
+            Path(config.report_file).write_text(session.report_file_text("finished"))

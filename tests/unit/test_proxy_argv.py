@@ -1,0 +1,94 @@
+"""`proxy_argv` inverts the flag parser (X1): parse(proxy_argv(config)) == config.
+
+The runner starts `agent-harness proxy` from a ProxyConfig; whatever the config says must reach
+the subprocess unchanged. The property runs over every config the parser can produce.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.proxy import ClassifierConfig, PlanConfig, ProxyConfig, parse, proxy_argv
+from harness.proxy.args import FLAGS
+from harness.transport import DEFAULT_MAX_MESSAGE_BYTES
+
+# Free text: anything but NUL (not allowed in argv) and not empty (X1 refuses empty values).
+text = st.text(st.characters(blacklist_characters="\x00"), min_size=1, max_size=12)
+# A comma-list item: the parser splits on commas and strips each item.
+item = text.map(lambda s: s.replace(",", "").strip()).filter(bool)
+items = st.lists(item, min_size=1, max_size=3).map(tuple)
+env_key = text.map(lambda s: s.replace("=", "")).filter(lambda s: s.strip() != "")
+env_value = st.text(st.characters(blacklist_characters="\x00"), max_size=12)
+positive = st.floats(min_value=1e-6, max_value=1e9, allow_nan=False)
+
+
+@st.composite
+def plans(draw: st.DrawFn) -> PlanConfig:
+    kind = draw(st.sampled_from(["none", "F1", "F2", "F3", "F4", "F5", "chaos"]))
+    chaos = kind == "chaos"
+    faulty = kind != "none"
+    return PlanConfig(
+        scenario=kind if kind not in ("none", "chaos") else None,
+        chaos_error_rate=draw(st.floats(0, 1)) if chaos else None,
+        seed=draw(st.none() | st.integers(-(2**63), 2**63)) if chaos else None,
+        retry_after_s=draw(st.floats(1e-3, 86400)) if kind == "F2" else 60,
+        fault_delay_ms=draw(st.integers(0, 10**6)) if faulty else 0,
+    )
+
+
+configs = st.builds(
+    ProxyConfig,
+    upstream_command=text,
+    upstream_args=st.lists(text, max_size=3).map(tuple),
+    upstream_cwd=st.none() | text,
+    upstream_env=st.dictionaries(env_key, env_value, max_size=3),
+    plan=plans(),
+    classifier=st.builds(
+        ClassifierConfig,
+        write_globs=st.none() | items,
+        read_globs=st.just(()) | items,
+        key_fields=items,
+    ),
+    audit_tools=st.booleans(),
+    report_file=st.none() | text,
+    event_log=st.none() | text,
+    upstream_timeout_s=positive,
+    max_message_bytes=st.integers(1024, 2**40),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(configs)
+def test_x1_parse_of_proxy_argv_gives_back_the_config(config: ProxyConfig) -> None:  # X1
+    assert parse(proxy_argv(config)).config == config
+
+
+def test_x1_proxy_argv_writes_every_flag_that_sets_something() -> None:  # X1
+    # A flag added to the parser but not to proxy_argv would be lost on the way to a proxy
+    # subprocess. The comma forms are aliases of the repeatable flags.
+    full = ProxyConfig(
+        upstream_command="python3",
+        upstream_args=("a",),
+        upstream_cwd="/tmp",
+        upstream_env={"K": "V"},
+        plan=PlanConfig(chaos_error_rate=0.5, seed=7, fault_delay_ms=5),
+        classifier=ClassifierConfig(write_globs=("w*",), read_globs=("r*",)),
+        report_file="r.json",
+        event_log="e.jsonl",
+        max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES + 1,
+    )
+    f2 = ProxyConfig(upstream_command="python3", plan=PlanConfig(scenario="F2", retry_after_s=2))
+    written = {
+        arg.partition("=")[0]
+        for config in (full, f2)
+        for arg in proxy_argv(config)
+        if arg.startswith("--")
+    }
+    aliases = {"--upstream-args", "--upstream-env"}
+    assert written == {flag.name for flag in FLAGS} - aliases
+
+
+def test_x1_proxy_argv_keeps_values_that_begin_with_dashes() -> None:  # X1
+    config = ProxyConfig(upstream_command="--cmd", upstream_args=("--flag", "-x"))
+    assert parse(proxy_argv(config)).config == config
