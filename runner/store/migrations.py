@@ -2,6 +2,9 @@
 
 A migration, once released, never changes: a new column or table is a new migration appended
 to MIGRATIONS. Each one runs in its own transaction and is recorded in `schema_migrations`.
+The tables they build must equal what `runner.store.schema` derives from the run record's
+models (tests/unit/test_schema.py checks it): a new field on a model comes with a migration
+here, e.g. `Migration(7, "m007_what", ("ALTER TABLE runs ADD COLUMN what BOOLEAN",))`.
 """
 
 from __future__ import annotations
@@ -179,14 +182,17 @@ def check_known(done: dict[int, str], where: str) -> None:
             )
 
 
-def migrate(con: duckdb.DuckDBPyConnection, where: str) -> list[str]:
-    """Apply every migration the database lacks, in order; return the names applied."""
+def migrate(con: duckdb.DuckDBPyConnection, where: str, upto: int | None = None) -> list[str]:
+    """Apply every migration the database lacks, in order; return the names applied.
+
+    upto stops after that migration id (tests build the stores older versions made).
+    """
     con.execute(_CREATE_LEDGER)
     done = applied(con)
     check_known(done, where)
     ran: list[str] = []
     for migration in MIGRATIONS:
-        if migration.id in done:
+        if migration.id in done or (upto is not None and migration.id > upto):
             continue
         con.begin()
         try:

@@ -13,13 +13,13 @@ import polars as pl
 import pyarrow as pa
 
 from runner.records import RunRecord
-from runner.store import migrations
+from runner.store import migrations, schema
 from runner.store.errors import StoreError, StoreOpenError
 from runner.store.rows import child_tables, runs_table, utc_naive
 
 DEFAULT_PATH = Path("reports/runs.duckdb")
 
-CHILD_TABLES = ("operations", "violations", "observations", "patches", "transcripts")
+CHILD_TABLES = tuple(child.name for child in schema.CHILD_TABLES)
 
 Experiments = str | Sequence[str] | None
 
