@@ -10,6 +10,7 @@ model's final answer, the next scripted user follow-up is sent. Limits stop a ru
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import random
 import time
@@ -75,6 +76,12 @@ class AgentResult:
 
 
 CallTool = Callable[[str, dict[str, Any]], Awaitable[tuple[str, bool]]]
+
+# The id of the model's tool call being executed, set around `call_tool`: whatever the MCP
+# client sends while it is set (its retries too) belongs to that tool call (SPEC M2).
+TOOL_CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "agent_harness_tool_call_id", default=None
+)
 
 
 def to_openai_tool(tool: Any) -> dict[str, Any]:
@@ -228,6 +235,8 @@ async def run_conversation(
 
 
 async def _run_tool(tc: Any, call_tool: CallTool) -> tuple[str, bool]:
+    # Each _run_tool runs in its own task (gather), so the value stays with this call.
+    TOOL_CALL_ID.set(tc.id)
     try:
         arguments = json.loads(tc.function.arguments or "{}")
     except json.JSONDecodeError as exc:

@@ -63,6 +63,43 @@ class Connection:
     stderr_file: Path | None = None
     events: list[Any] = field(default_factory=list)  # in process: the events themselves
     finish: Callable[[], Any] | None = None
+    # JSON-RPC id of every tools/call the client sent -> the model's tool call it served
+    # (None: sent while no tool call was running). Joined with the proxy's events (M2).
+    sent_calls: dict[str, str | None] = field(default_factory=dict)
+
+
+class CallTap:
+    """The client's write stream, noting which tool call each tools/call request served.
+
+    The MCP client sends a request from the task that asked for it, so the agent loop's
+    `TOOL_CALL_ID` is visible here, for the model's call and for any re-send the client
+    makes on its own.
+    """
+
+    def __init__(self, stream: Any, sent: dict[str, str | None]) -> None:
+        self._stream = stream
+        self._sent = sent
+
+    async def send(self, item: Any) -> None:
+        """Note a tools/call request's id, then pass the message on unchanged."""
+        from runner.agent.loop import TOOL_CALL_ID
+
+        message = getattr(item, "message", None)
+        message = getattr(message, "root", message)
+        if getattr(message, "method", None) == "tools/call":
+            self._sent[str(message.id)] = TOOL_CALL_ID.get()
+        await self._stream.send(item)
+
+    async def aclose(self) -> None:
+        """Close the wrapped stream."""
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> CallTap:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._stream.__aexit__(*exc)
 
 
 @contextlib.asynccontextmanager
@@ -80,11 +117,12 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
     params = StdioServerParameters(
         command=argv[0], args=argv[1:], env=dict(os.environ), cwd=str(workdir)
     )
+    sent: dict[str, str | None] = {}
     with stderr_path.open("w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, CallTap(write, sent)) as session:
                 await session.initialize()
-                yield Connection(session, report, events, stderr_path)
+                yield Connection(session, report, events, stderr_path, sent_calls=sent)
 
 
 @contextlib.asynccontextmanager
@@ -103,6 +141,9 @@ async def in_process_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
         await serve(kind, db, read, write)
 
     async with in_process_proxy(target.proxy_config(report, None), upstream) as proxy:
-        async with ClientSession(proxy.read_stream, proxy.write_stream) as client:
+        sent: dict[str, str | None] = {}
+        async with ClientSession(proxy.read_stream, CallTap(proxy.write_stream, sent)) as client:
             await client.initialize()
-            yield Connection(client, report, workdir / "events.jsonl", None, proxy.events)
+            yield Connection(
+                client, report, workdir / "events.jsonl", None, proxy.events, sent_calls=sent
+            )
