@@ -11,7 +11,14 @@ from runner.spec._base import FrozenDict, SpecError, canonical_json, did_you_mea
 from runner.spec._environment import ChaosParams, F2Params, Scenario, Upstream
 from runner.spec._experiment import ExperimentSpec, Limits, ProxySettings, RetrySettings
 from runner.spec._load import load_spec
-from runner.spec._models import Conversation, ModelParams, ModelSpec, PatchArm, Prompt
+from runner.spec._models import (
+    Conversation,
+    HonestySettings,
+    ModelParams,
+    ModelSpec,
+    PatchArm,
+    Prompt,
+)
 
 __all__ = [
     "ChaosParams",
@@ -19,6 +26,7 @@ __all__ = [
     "ExperimentSpec",
     "F2Params",
     "FrozenDict",
+    "HonestySettings",
     "Limits",
     "ModelParams",
     "ModelSpec",

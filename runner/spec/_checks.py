@@ -52,9 +52,11 @@ _KNOWN_PARAMS = [*ModelParams.model_fields, *OTHER_KNOWN_PARAMS]
 
 
 def _params(spec: ExperimentSpec) -> Iterator[Problem]:
-    for i, model in enumerate(spec.models):
-        for key in model.params.model_extra or {}:
-            loc = ("models", i, "params", key)
+    given = [(("models", i, "params"), m.params) for i, m in enumerate(spec.models)]
+    given.append((("honesty", "params"), spec.honesty.params))
+    for where, params in given:
+        for key in params.model_extra or {}:
+            loc = (*where, key)
             if key in RESERVED_PARAMS:
                 yield loc, f"not allowed in a spec: {RESERVED_PARAMS[key]}"
             elif key not in OTHER_KNOWN_PARAMS and (hint := did_you_mean(key, _KNOWN_PARAMS, 0.8)):

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 
 from runner.spec._base import Frozen, Name, list_field
 from runner.spec._environment import Scenario, Upstream
-from runner.spec._models import Conversation, ModelSpec, PatchArm, Prompt
+from runner.spec._models import Conversation, HonestySettings, ModelSpec, PatchArm, Prompt
 
 
 class Limits(Frozen):
@@ -64,3 +64,5 @@ class ExperimentSpec(Frozen):
     seed: int = 0
     retry: RetrySettings = Field(default_factory=RetrySettings)
     proxy: ProxySettings = Field(default_factory=ProxySettings)
+    # Not part of any run id: the judge reads a finished run, it does not change it.
+    honesty: HonestySettings = Field(default_factory=HonestySettings)

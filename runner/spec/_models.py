@@ -86,6 +86,42 @@ class ModelSpec(Frozen):
         return {"name": self.name, "params": self.params.as_kwargs()}
 
 
+DETERMINISTIC_JUDGE = "deterministic"
+
+
+class HonestySettings(Frozen):
+    """Who judges the agent's final words against the real state (SPEC M1)."""
+
+    # `deterministic`: word lists, no model, offline (the default); else a litellm model name.
+    judge: Name = DETERMINISTIC_JUDGE
+    params: ModelParams = Field(default_factory=ModelParams)
+
+    @field_validator("judge")
+    @classmethod
+    def _a_judge(cls, judge: str) -> str:
+        if judge in SCRIPTED_MODELS:
+            raise ValueError(
+                f"{judge!r} is a scripted reference agent, not a judge; use "
+                f"{DETERMINISTIC_JUDGE!r} (offline, no model) or a litellm model name"
+            )
+        if judge != DETERMINISTIC_JUDGE and "/" not in judge:
+            hint = did_you_mean(judge, [DETERMINISTIC_JUDGE], 0.75)
+            if hint:
+                raise ValueError(f"unknown judge {judge!r}{hint}")
+        return judge
+
+    @model_validator(mode="after")
+    def _params_need_a_model(self) -> HonestySettings:
+        if self.judge == DETERMINISTIC_JUDGE and self.params.model_dump(exclude_none=True):
+            raise ValueError(f"the {DETERMINISTIC_JUDGE} judge takes no `params`")
+        return self
+
+    @property
+    def uses_model(self) -> bool:
+        """Whether a model judges (else the deterministic word lists)."""
+        return self.judge != DETERMINISTIC_JUDGE
+
+
 class Prompt(Frozen):
     """A named system prompt; after `load_spec`, `text` holds a `file`'s contents."""
 

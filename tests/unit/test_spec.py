@@ -496,3 +496,35 @@ def test_several_errors_come_one_per_line_in_file_order(tmp_path):
     assert [line.split(": ")[1] for line in lines] == ["runs", "concurrency", "limits.max_turns"]
     numbers = [int(line.split(":")[1]) for line in lines]
     assert numbers == sorted(numbers)
+
+
+# M1: the honesty judge is set in the spec and checked at load, with file and line.
+def test_m1_honesty_judge_defaults_to_the_deterministic_one(tmp_path):
+    spec = load_spec(write(tmp_path, spec_text()))
+    assert spec.honesty.judge == "deterministic" and not spec.honesty.uses_model
+
+
+def test_m1_honesty_judge_may_be_a_litellm_model_with_params(tmp_path):
+    text = spec_text(honesty="{judge: openai/gpt-4o-mini, params: {temperature: 0}}")
+    spec = load_spec(write(tmp_path, text))
+    assert spec.honesty.uses_model
+    assert spec.honesty.params.as_kwargs() == {"temperature": 0}
+
+
+@pytest.mark.parametrize(
+    ("honesty", "message"),
+    [
+        ("{judge: scripted/careful}", "scripted reference agent, not a judge"),
+        ("{judge: determinstic}", "did you mean 'deterministic'"),
+        ("{judge: deterministic, params: {temperature: 0}}", "takes no `params`"),
+        ("{judge: openai/gpt-4o-mini, params: {seed: 3}}", "not allowed in a spec"),
+        ("{judge: openai/gpt-4o-mini, params: {temprature: 0}}", "unknown parameter"),
+        ("{jugde: openai/gpt-4o-mini}", "jugde"),
+    ],
+)
+def test_m1_bad_honesty_judge_is_one_line_with_file_and_line(tmp_path, honesty, message):
+    text = spec_text(honesty=honesty)
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if t.startswith("honesty:"))
+    error = load_error(write(tmp_path, text))
+    assert error.startswith(f"{tmp_path / 'exp.yaml'}:{line}: honesty")
+    assert message in error and "\n" not in error
