@@ -82,6 +82,22 @@ class TranscriptEntry(BaseModel):
     fault: str | None = None  # tool: the fault the proxy injected into this answer, if any
 
 
+class DuplicateRow(BaseModel):
+    """One duplicate execution (an operation's second, third... execution) and its cause (M2)."""
+
+    operation_index: int
+    tool: str
+    execution: int  # 2 for the operation's second execution
+    seq: int  # the proxy's number of the call that executed again
+    rpc_id: str | None = None  # its JSON-RPC id
+    tool_call_id: str | None = None  # the model's tool call it served; None: none asked for it
+    earlier_seq: int  # the execution it repeats
+    earlier_tool_call_id: str | None = None
+    # same_turn, replan, after_follow_up or client_retry (runner.execute.attribution)
+    attribution: str
+    reason: str
+
+
 class RunRecord(BaseModel):
     """One run of one matrix cell."""
 
@@ -126,10 +142,23 @@ class RunRecord(BaseModel):
     harness_version: str
 
     report_json: Annotated[str | None, Column(bulk=True)] = None  # the raw report file content (O2)
+
+    # Honesty (M1): the agent's final words against the upstream's real rows, as one judge
+    # labelled them (runner.honesty). None when the run failed to run.
+    honesty_label: str | None = None  # truthful, false_success, ..., not_measurable
+    honesty_claim: str | None = None  # success, failure, unknown, none
+    honesty_evidence: Annotated[str | None, Column(bulk=True)] = None  # the deciding sentence
+    honesty_confidence: float | None = None
+    honesty_judge: str | None = None  # "deterministic" or the judge model
+    honesty_note: Annotated[str | None, Column(bulk=True)] = None  # the wrong detail, or why not
+    honesty_error: Annotated[str | None, Column(bulk=True)] = None  # the judge itself failed
+    honesty_cost_usd: float | None = None  # what the judge model cost (not in cost_usd)
+
     operations: list[OperationRow] = Field(default_factory=list)
     findings: list[FindingRow] = Field(default_factory=list)
     patches: list[PatchRow] = Field(default_factory=list)
     transcript: list[TranscriptEntry] = Field(default_factory=list)
+    duplicates: list[DuplicateRow] = Field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """A short dict for logs and the terminal."""

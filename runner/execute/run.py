@@ -36,6 +36,7 @@ from runner.execute.connect import (
     in_process_connection,
     subprocess_connection,
 )
+from runner.execute.judging import duplicate_rows, ground_truth_of, judge_honesty
 from runner.matrix import RunCell
 from runner.records import RunRecord
 from runner.spec import ExperimentSpec
@@ -128,9 +129,12 @@ async def execute_run(
     except Exception as exc:  # one run inside a batch: it becomes an error record (DESIGN)
         error = _describe(exc, connection, workdir)
     try:
-        return _record(
+        record = _record(
             cell, spec, patch_text, agent, error, connection, workdir, started_at, started
         )
+        if record.status == "ok":
+            await _judge_honesty(record, cell, spec, agent, connection, workdir)
+        return record
     finally:
         if keep_dir is not None:
             import shutil
@@ -215,6 +219,33 @@ def _describe(exc: BaseException, connection: Connection | None, workdir: Path) 
     return message
 
 
+def _events(connection: Connection | None, workdir: Path) -> list[Any]:
+    """What the proxy recorded: in process the events themselves, else its event log."""
+    if connection is not None and connection.events:
+        return connection.events
+    return rec.load_events(workdir / "events.jsonl")
+
+
+async def _judge_honesty(
+    record: RunRecord, cell: RunCell, spec: ExperimentSpec, agent: AgentResult,
+    connection: Connection | None, workdir: Path,
+) -> None:  # fmt: skip
+    """Fill the record's honesty columns (M1) from the spec's judge."""
+    verdict = await judge_honesty(
+        spec, agent.messages, ground_truth_of(cell, workdir), _events(connection, workdir),
+        cell.seed,
+    )  # fmt: skip
+    note = verdict.extra.get("detail") or verdict.extra.get("why")
+    record.honesty_label = verdict.label
+    record.honesty_claim = verdict.claim
+    record.honesty_evidence = verdict.evidence
+    record.honesty_confidence = verdict.confidence
+    record.honesty_judge = verdict.judge
+    record.honesty_note = note
+    record.honesty_error = verdict.error
+    record.honesty_cost_usd = verdict.cost_usd
+
+
 def _record(
     cell: RunCell,
     spec: ExperimentSpec,
@@ -236,20 +267,19 @@ def _record(
     report = report_file.get("report") or {}
     if error is None and not report:
         error = "the proxy wrote no report"
-    events = (connection.events if connection and connection.events else None) or rec.load_events(
-        workdir / "events.jsonl"
-    )
+    events = _events(connection, workdir)
     real: list[int | None] = [None] * len(report.get("operations", []))
     real_duplicate = None
-    if cell.upstream.builtin is not None and (workdir / "upstream.sqlite").exists():
-        from runner.upstreams import ground_truth, real_rows
+    truth = ground_truth_of(cell, workdir)
+    if cell.upstream.builtin is not None and truth is not None:
+        from runner.upstreams import real_rows
 
         db = workdir / "upstream.sqlite"
         real = [
             real_rows(cell.upstream.builtin, db, op["tool"], _plain(op["arguments"]))
             for op in report.get("operations", [])
         ]
-        real_duplicate = any(entry["rows"] > 1 for entry in ground_truth(cell.upstream.builtin, db))
+        real_duplicate = any(entry["rows"] > 1 for entry in truth)
     score = report_file.get("score") or {}
     violations = {v["code"] for v in report.get("violations", [])}
     usage = agent.usage
@@ -293,6 +323,9 @@ def _record(
         findings=rec.findings(report),
         patches=rec.patches(report_file),
         transcript=rec.transcript(agent.messages, events),
+        duplicates=duplicate_rows(
+            events, agent.messages, connection.sent_calls if connection else {}
+        ),
     )
 
 

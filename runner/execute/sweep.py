@@ -185,7 +185,8 @@ async def run_sweep(
                 result.budget_stop = True
                 return
             record = await execute_run(cell, spec, patch_text=patch_text, in_process=in_process)
-        result.cost_usd += record.cost_usd  # before the write: the budget sees it at once
+        # Before the write: the budget sees it at once, the honesty judge model's cost too.
+        result.cost_usd += record.cost_usd + (record.honesty_cost_usd or 0.0)
         await writer.save(record)
         result.records.append(record)
         if cell.patch.kind == "none":

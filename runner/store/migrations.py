@@ -138,9 +138,46 @@ _M001_INITIAL = (
 # Which limit ended a run early (max_turns, max_tool_calls, max_tokens), if one did.
 _M002_STOPPED_BY = ("ALTER TABLE runs ADD COLUMN stopped_by VARCHAR",)
 
+# Honesty (M1): the judge's label of the final words, its evidence and confidence.
+_M003_HONESTY = tuple(
+    f"ALTER TABLE runs ADD COLUMN {column} {sql}"
+    for column, sql in (
+        ("honesty_label", "VARCHAR"),
+        ("honesty_claim", "VARCHAR"),
+        ("honesty_evidence", "VARCHAR"),
+        ("honesty_confidence", "DOUBLE"),
+        ("honesty_judge", "VARCHAR"),
+        ("honesty_note", "VARCHAR"),
+        ("honesty_error", "VARCHAR"),
+        ("honesty_cost_usd", "DOUBLE"),
+    )
+)
+
+# Attribution (M2): one row per duplicate execution with its cause.
+_M004_DUPLICATES = (
+    """
+    CREATE TABLE duplicates (
+        run_id VARCHAR NOT NULL,
+        idx INTEGER NOT NULL,
+        operation_index INTEGER NOT NULL,
+        tool VARCHAR NOT NULL,
+        execution INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        rpc_id VARCHAR,
+        tool_call_id VARCHAR,
+        earlier_seq INTEGER NOT NULL,
+        earlier_tool_call_id VARCHAR,
+        attribution VARCHAR NOT NULL,
+        reason VARCHAR NOT NULL
+    )
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _M001_INITIAL),
     Migration(2, "m002_stopped_by", _M002_STOPPED_BY),
+    Migration(3, "m003_honesty", _M003_HONESTY),
+    Migration(4, "m004_duplicates", _M004_DUPLICATES),
 )
 
 LATEST = MIGRATIONS[-1].id

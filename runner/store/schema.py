@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from runner.records import (
     Column,
+    DuplicateRow,
     FindingRow,
     OperationRow,
     PatchRow,
@@ -167,6 +168,7 @@ CHILD_TABLES: tuple[ChildTable, ...] = (
     _child("observations", "findings", FindingRow, positions=True, kind="observation"),
     _child("patches", "patches", PatchRow, positions=True),
     _child("transcripts", "transcript", TranscriptEntry, positions=False),
+    _child("duplicates", "duplicates", DuplicateRow, positions=True),
 )
 
 EXPERIMENTS = TableSpec(

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from runner.analysis.cells import RUN_COLUMNS
 from runner.records import (
     Column,
+    DuplicateRow,
     FindingRow,
     OperationRow,
     PatchRow,
@@ -46,10 +47,18 @@ def full_record(run_id: str = "r1") -> RunRecord:
         patches=[PatchRow(patch_id="P", severity="S", trigger="x", text="t")],
         transcript=[TranscriptEntry(idx=0, role="tool", content="c", tool_calls_json="[]",
                                     tool_call_id="i", tool_name="n", is_error=True, fault="F1")],
+        honesty_label="false_failure", honesty_claim="failure", honesty_evidence="It failed.",
+        honesty_confidence=0.9, honesty_judge="deterministic", honesty_note="n",
+        honesty_error="e", honesty_cost_usd=0.01,
+        duplicates=[DuplicateRow(operation_index=0, tool="book", execution=2, seq=3, rpc_id="7",
+                                 tool_call_id="call_2_0", earlier_seq=1,
+                                 earlier_tool_call_id="call_1_0", attribution="replan",
+                                 reason="r")],
     )
     defaults = RunRecord.model_fields
     scalars = [f for f in defaults if not isinstance(values.get(f), list)]
-    assert set(scalars) | {"operations", "findings", "patches", "transcript"} == set(values), (
+    children = {"operations", "findings", "patches", "transcript", "duplicates"}
+    assert set(scalars) | children == set(values), (
         "full_record must set every RunRecord field: add the new one here"
     )
     return RunRecord(**values)
@@ -143,7 +152,7 @@ def test_r5_every_field_of_a_record_is_stored_and_read_back_as_given(tmp_path):
 def test_r6_the_aggregation_loads_every_run_column_but_the_bulk_text():
     bulk = {c.name for c in schema.RUNS.columns if c.bulk}
     assert bulk == {"model_params_json", "patch_text", "verdict_reason", "final_answer",
-                    "report_json"}
+                    "report_json", "honesty_evidence", "honesty_note", "honesty_error"}
     assert set(RUN_COLUMNS) == {c.name for c in schema.RUNS.columns} - bulk
 
 

@@ -13,7 +13,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from runner.records import FindingRow, OperationRow, PatchRow, RunRecord, TranscriptEntry
+from runner.records import (
+    DuplicateRow,
+    FindingRow,
+    OperationRow,
+    PatchRow,
+    RunRecord,
+    TranscriptEntry,
+)
 from runner.store import (
     CHILD_TABLES,
     SchemaVersionError,
@@ -46,6 +53,10 @@ def make_run(run_id: str, **fields) -> RunRecord:
         patches=[PatchRow(patch_id="GHOST_WRITE", severity="CRITICAL", trigger="1x",
                           text="check first")],
         transcript=[TranscriptEntry(idx=i, role="user", content=f"m{i}") for i in range(3)],
+        duplicates=[DuplicateRow(operation_index=0, tool="book", execution=2, seq=2, rpc_id="5",
+                                 tool_call_id="call_2_0", earlier_seq=1,
+                                 earlier_tool_call_id="call_1_0", attribution="replan",
+                                 reason="r")],
     )
     base.update(fields)
     return RunRecord(**base)
@@ -107,7 +118,7 @@ def test_a_store_made_before_m002_is_upgraded_and_keeps_its_runs(tmp_path):  # R
     con.execute("ALTER TABLE runs DROP COLUMN stopped_by")
     con.close()
     with Store.open(path) as s:
-        assert s.schema_version() == 2
+        assert s.schema_version() == migrations.LATEST
         record = make_run("r1").model_copy(update={"stopped_by": "max_turns (8)"})
         s.save_run(record)
         assert s.load_runs("exp")["stopped_by"].to_list() == ["max_turns (8)"]
@@ -202,7 +213,7 @@ def test_save_run_stores_the_run_and_every_child_row(store):  # R5
     store.save_run(make_run("r1"))
     assert child_counts(store) == {
         "runs": 1, "operations": 1, "violations": 1, "observations": 1, "patches": 1,
-        "transcripts": 3,
+        "transcripts": 3, "duplicates": 1,
     }
     row = store.load_runs(include_report=True).row(0, named=True)
     assert (row["verdict"], row["duplicate_found"], row["report_json"]) == (
@@ -229,11 +240,11 @@ def test_resaving_a_run_id_replaces_the_run_and_its_children(store):  # R5
     store.save_run(make_run("r1"))
     store.save_run(make_run(
         "r1", verdict="PASS", duplicate_found=False, findings=[], patches=[],
-        transcript=[TranscriptEntry(idx=0, role="user", content="only")],
+        transcript=[TranscriptEntry(idx=0, role="user", content="only")], duplicates=[],
     ))
     assert child_counts(store) == {
         "runs": 1, "operations": 1, "violations": 0, "observations": 0, "patches": 0,
-        "transcripts": 1,
+        "transcripts": 1, "duplicates": 0,
     }
     assert store.load_runs().get_column("verdict").to_list() == ["PASS"]
 
