@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from harness.errors import UsageError
 from harness.faults import MAX_RETRY_AFTER_S, SCENARIOS, PlanConfig
+from harness.http.headers import HeaderSpec, SecretValue, valid_header_name, valid_header_value
 from harness.tools import DEFAULT_KEY_FIELDS, ClassifierConfig
 from harness.transport import DEFAULT_MAX_MESSAGE_BYTES
 
@@ -25,7 +27,20 @@ class Flag:
 
 
 FLAGS: tuple[Flag, ...] = (
-    Flag("--upstream-command", "CMD", "Command that starts the upstream MCP server (required)."),
+    Flag("--upstream-command", "CMD", "Command that starts the upstream MCP server over stdio "
+         "(this or --upstream-url is required)."),
+    Flag("--upstream-url", "URL", "The upstream MCP server's streamable HTTP endpoint "
+         "(http:// or https://), instead of --upstream-command."),
+    Flag("--upstream-header", "NAME:VALUE", "A header for every request to --upstream-url, e.g. "
+         "'Authorization: Bearer ...'; repeatable. Never printed or stored.", repeatable=True),
+    Flag("--upstream-header-env", "NAME=VAR", "A header for --upstream-url whose value is read "
+         "from the environment variable VAR (keeps secrets off the command line); repeatable.",
+         repeatable=True),
+    Flag("--listen", "HOST:PORT", "Serve the agent over streamable HTTP at http://HOST:PORT/mcp "
+         "instead of stdio (port 0: any free port; the address is printed). Bind a loopback "
+         "address (127.0.0.1) unless you mean otherwise."),
+    Flag("--allowed-origin", "ORIGIN", "With --listen: a browser Origin allowed besides local "
+         "ones (e.g. https://app.example); repeatable.", repeatable=True),
     Flag("--upstream-arg", "ARG", "One argument for the upstream; repeat the flag for more. "
          "May contain commas.", repeatable=True),
     Flag("--upstream-args", "A,B", "Comma-separated upstream arguments (no commas inside); they "
@@ -70,7 +85,7 @@ _BY_NAME = {f.name: f for f in FLAGS}
 class ProxyConfig:
     """Everything `agent-harness proxy` was asked to do, validated."""
 
-    upstream_command: str
+    upstream_command: str | None = None
     upstream_args: tuple[str, ...] = ()
     upstream_cwd: str | None = None
     upstream_env: dict[str, str] = field(default_factory=dict)
@@ -81,6 +96,10 @@ class ProxyConfig:
     event_log: str | None = None
     upstream_timeout_s: float = 60.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    upstream_url: str | None = None
+    upstream_headers: tuple[HeaderSpec, ...] = ()
+    listen: tuple[str, int] | None = None
+    allowed_origins: tuple[str, ...] = ()
 
 
 @dataclass
@@ -160,8 +179,8 @@ def parse(argv: list[str]) -> Parsed:
     if "--version" in values:
         return Parsed(version=True)
     one = {k: v[-1] for k, v in values.items()}
-    if "--upstream-command" not in one:
-        raise UsageError("--upstream-command is required (the command that starts your MCP server)")
+    url = _upstream_url(one, values)
+    headers = _upstream_headers(values) if url else ()
 
     args: list[str] = []
     if "--upstream-args" in one:
@@ -245,7 +264,11 @@ def parse(argv: list[str]) -> Parsed:
     )
     return Parsed(
         config=ProxyConfig(
-            upstream_command=one["--upstream-command"],
+            upstream_command=one.get("--upstream-command"),
+            upstream_url=url,
+            upstream_headers=headers,
+            listen=_listen(one["--listen"]) if "--listen" in one else None,
+            allowed_origins=_origins(values, "--listen" in one),
             upstream_args=tuple(args),
             upstream_cwd=one.get("--upstream-cwd"),
             upstream_env=env,
@@ -263,11 +286,22 @@ def parse(argv: list[str]) -> Parsed:
 def proxy_argv(config: ProxyConfig) -> list[str]:
     """The flags that `parse` turns back into `config`: parse(proxy_argv(c)).config == c."""
     # The --flag=value form for free text: a value may begin with `--` (X1).
-    argv = [f"--upstream-command={config.upstream_command}"]
-    argv += [f"--upstream-arg={a}" for a in config.upstream_args]
-    if config.upstream_cwd is not None:
-        argv += [f"--upstream-cwd={config.upstream_cwd}"]
-    argv += [f"--upstream-env-var={k}={v}" for k, v in config.upstream_env.items()]
+    if config.upstream_url is not None:
+        argv = [f"--upstream-url={config.upstream_url}"]
+        for header in config.upstream_headers:  # H1: prefer env headers, argv is visible in ps
+            argv += [f"--upstream-header-env={header.name}={header.env}"] if header.env else [
+                f"--upstream-header={header.name}: {header.value}"
+            ]
+    else:
+        argv = [f"--upstream-command={config.upstream_command}"]
+        argv += [f"--upstream-arg={a}" for a in config.upstream_args]
+        if config.upstream_cwd is not None:
+            argv += [f"--upstream-cwd={config.upstream_cwd}"]
+        argv += [f"--upstream-env-var={k}={v}" for k, v in config.upstream_env.items()]
+    if config.listen is not None:
+        host, port = config.listen
+        argv += [f"--listen=[{host}]:{port}" if ":" in host else f"--listen={host}:{port}"]
+        argv += [f"--allowed-origin={origin}" for origin in config.allowed_origins]
     plan = config.plan
     if plan.scenario:
         argv += ["--scenario", plan.scenario]
@@ -297,15 +331,105 @@ def proxy_argv(config: ProxyConfig) -> list[str]:
     return argv
 
 
+_COMMAND_ONLY = (
+    "--upstream-arg", "--upstream-args", "--upstream-cwd", "--upstream-env", "--upstream-env-var"
+)
+
+
+def _upstream_url(one: dict[str, str], values: dict[str, list[str]]) -> str | None:
+    """H1: exactly one upstream, a command or a URL; the flags of the other are refused."""
+    url = one.get("--upstream-url")
+    if url is None:
+        if "--upstream-command" not in one:
+            raise UsageError(
+                "--upstream-command or --upstream-url is required (your MCP server: the command "
+                "that starts it, or its streamable HTTP endpoint)"
+            )
+        for name in ("--upstream-header", "--upstream-header-env"):
+            if name in values:
+                raise UsageError(f"{name} works only with --upstream-url")
+        return None
+    if "--upstream-command" in one:
+        raise UsageError("--upstream-command and --upstream-url exclude each other")
+    for name in _COMMAND_ONLY:
+        if name in values:
+            raise UsageError(f"{name} works only with --upstream-command")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--upstream-url must be an http:// or https:// URL, got {_shown(url)!r}")
+    try:
+        parts.port  # noqa: B018 - raises on a port out of range
+    except ValueError:
+        raise UsageError(f"--upstream-url has a bad port: {_shown(url)!r}") from None
+    return url
+
+
+def _shown(url: str) -> str:
+    """A URL as an error may show it: without user name and password (V3)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return url.replace(parts.netloc, "***@" + parts.netloc.rpartition("@")[2], 1)
+
+
+def _upstream_headers(values: dict[str, list[str]]) -> tuple[HeaderSpec, ...]:
+    specs: list[HeaderSpec] = []
+    for text in values.get("--upstream-header", []):
+        name, colon, value = text.partition(":")
+        name, value = name.strip(), value.strip()
+        if not colon or not valid_header_name(name):
+            raise UsageError(
+                f"--upstream-header expects NAME:VALUE with a header name, got a value starting "
+                f"{text[:12]!r}"
+            )  # never more of it: it may be a secret
+        if not valid_header_value(value):
+            raise UsageError(f"--upstream-header {name}: the value has a line break or NUL")
+        specs.append(HeaderSpec(name, value=SecretValue(value)))
+    for text in values.get("--upstream-header-env", []):
+        name, eq, variable = text.partition("=")
+        name, variable = name.strip(), variable.strip()
+        if not eq or not valid_header_name(name) or not variable:
+            raise UsageError(f"--upstream-header-env expects NAME=VARIABLE, got {text!r}")
+        specs.append(HeaderSpec(name, env=variable))
+    names = [spec.name.lower() for spec in specs]
+    for name in names:
+        if names.count(name) > 1:
+            raise UsageError(f"the upstream header {name} is given more than once")
+    return tuple(specs)
+
+
+def _listen(text: str) -> tuple[str, int]:
+    """`HOST:PORT`, `[v6]:PORT` or `:PORT` (127.0.0.1)."""
+    host, colon, port = text.rpartition(":")
+    if not colon or not port.isdigit() or int(port) > 65535:
+        raise UsageError(f"--listen expects HOST:PORT (e.g. 127.0.0.1:8765), got {text!r}")
+    host = host.strip("[]") or "127.0.0.1"
+    return host, int(port)
+
+
+def _origins(values: dict[str, list[str]], listening: bool) -> tuple[str, ...]:
+    origins = tuple(values.get("--allowed-origin", []))
+    if origins and not listening:
+        raise UsageError("--allowed-origin works only with --listen")
+    for origin in origins:
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
+            raise UsageError(f"--allowed-origin expects scheme://host[:port], got {origin!r}")
+    return origins
+
+
 def help_text() -> str:
     """`agent-harness proxy --help`: every flag."""
     lines = [
-        "Usage: agent-harness proxy --upstream-command CMD [FLAGS]",
+        "Usage: agent-harness proxy (--upstream-command CMD | --upstream-url URL) [FLAGS]",
         "",
-        "A chaos proxy between an MCP client (your agent) and a real MCP server over stdio. It",
-        "injects faults on the agent's write calls and judges from what was really executed",
-        "whether the agent executed a write twice. Only against test or staging backends: F1",
-        "and F4 really execute writes.",
+        "A chaos proxy between an MCP client (your agent) and a real MCP server. It injects",
+        "faults on the agent's write calls and judges from what was really executed whether the",
+        "agent executed a write twice. Only against test or staging backends: F1 and F4 really",
+        "execute writes. Stdio on both sides by default; streamable HTTP to the upstream with",
+        "--upstream-url and for the agent with --listen (protocol revisions 2025-06-18,",
+        "2025-11-25 and 2026-07-28). With --listen the proxy runs until SIGTERM or Ctrl-C; every",
+        "session of the agent is part of the same run and report.",
         "",
         "Flags (as --flag value or --flag=value):",
     ]

@@ -1,4 +1,5 @@
-"""`agent-harness proxy`: stdio in front of a real upstream process (X1, X2, X5, X6, X8)."""
+"""`agent-harness proxy`: the agent on stdio or HTTP, the upstream a process or a URL (X1, X2,
+X5, X6, X8, H1)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,20 @@ import contextlib
 import os
 import signal
 import sys
-from typing import TextIO
+from collections.abc import Awaitable, Callable
+from typing import Any, TextIO
 
 from harness import __version__
 from harness.errors import ConfigError, ReportFileError, UpstreamError, UsageError
 from harness.events import _Event, to_json
+from harness.http import headers as http_headers
 from harness.proxy.args import ProxyConfig, help_text, parse
 from harness.proxy.router import Proxy
 from harness.reportfile import ReportFile
 from harness.session import Session
 from harness.transport import UpstreamProcess, stdio_lines
+
+Upstream = Any  # an UpstreamProcess or an HttpUpstream: reader, writer, describe_exit, close
 
 
 def log(message: str) -> None:
@@ -80,15 +85,16 @@ async def serve(config: ProxyConfig) -> int:
         config.classifier, config.plan, kind="proxy", sinks=[event_log] if event_log else []
     )
     try:
-        upstream = await UpstreamProcess.start(
-            config.upstream_command,
-            config.upstream_args,
-            cwd=config.upstream_cwd,
-            env=config.upstream_env,
-            max_bytes=config.max_message_bytes,
-        )
+        open_upstream = upstream_opener(config)
+        upstream = await open_upstream()
     except UpstreamError as exc:
         return _startup_failed(report, str(exc), event_log)
+    if config.listen is not None:
+        from harness.proxy.listening import serve_listening
+
+        return await serve_listening(
+            config, session, upstream, open_upstream, report, event_log, log
+        )
     client_in, client_out = await stdio_lines(config.max_message_bytes)
     proxy = Proxy(
         config,
@@ -122,6 +128,37 @@ async def serve(config: ProxyConfig) -> int:
         if report is not None:
             report.release()
     return code
+
+
+def upstream_opener(config: ProxyConfig) -> Callable[[], Awaitable[Upstream]]:
+    """How to open a connection to the upstream: start its process, or reach its URL."""
+    if config.upstream_url is None:
+        assert config.upstream_command is not None
+
+        async def start_process() -> Upstream:
+            return await UpstreamProcess.start(
+                config.upstream_command or "",
+                config.upstream_args,
+                cwd=config.upstream_cwd,
+                env=config.upstream_env,
+                max_bytes=config.max_message_bytes,
+            )
+
+        return start_process
+    try:  # read once, at startup; the values never reach a log line (V3)
+        auth = http_headers.resolve(config.upstream_headers, os.environ)
+    except KeyError as exc:
+        raise UpstreamError(
+            f"--upstream-header-env: the environment variable {exc.args[0]} is not set"
+        ) from None
+    url = config.upstream_url
+
+    async def connect() -> Upstream:
+        from harness.http.upstream import HttpUpstream
+
+        return await HttpUpstream.start(url, auth, max_bytes=config.max_message_bytes, log=log)
+
+    return connect
 
 
 def _startup_failed(

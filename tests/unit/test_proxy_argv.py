@@ -9,6 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.http.headers import HeaderSpec, SecretValue
 from harness.proxy import ClassifierConfig, PlanConfig, ProxyConfig, parse, proxy_argv
 from harness.proxy.args import FLAGS
 from harness.transport import DEFAULT_MAX_MESSAGE_BYTES
@@ -37,7 +38,42 @@ def plans(draw: st.DrawFn) -> PlanConfig:
     )
 
 
-configs = st.builds(
+token = st.text("abcxyzABC-_0129!#$%&'*+.^`|~", min_size=1, max_size=10)
+header_value = st.text(
+    st.characters(blacklist_characters="\x00\r\n", blacklist_categories=("Cs",)), max_size=12
+).map(str.strip)
+headers = st.lists(
+    st.builds(HeaderSpec, token, value=header_value.map(SecretValue))
+    | st.builds(HeaderSpec, token, env=token),
+    max_size=3,
+    unique_by=lambda spec: spec.name.lower(),
+).map(lambda specs: tuple(sorted(specs, key=lambda spec: spec.env is not None)))  # parse order
+urls = st.builds(
+    "{}://{}:{}/{}".format,
+    st.sampled_from(["http", "https"]),
+    st.sampled_from(["127.0.0.1", "localhost", "mcp.example", "[::1]"]),
+    st.integers(1, 65535),
+    st.sampled_from(["mcp", "", "a/b?x=1"]),
+)
+listens = st.none() | st.tuples(
+    st.sampled_from(["127.0.0.1", "::1", "localhost", "0.0.0.0"]), st.integers(0, 65535)
+)
+origins = st.lists(st.sampled_from(["https://app.example", "http://localhost:3000"]),
+                   max_size=2, unique=True).map(tuple)  # fmt: skip
+
+
+@st.composite
+def http_sides(draw: st.DrawFn) -> dict:
+    """H1: an upstream URL with headers instead of a command, maybe an HTTP agent side."""
+    listen = draw(listens)
+    return {
+        "upstream_command": None, "upstream_args": (), "upstream_cwd": None,
+        "upstream_env": {}, "upstream_url": draw(urls), "upstream_headers": draw(headers),
+        "listen": listen, "allowed_origins": draw(origins) if listen else (),
+    }  # fmt: skip
+
+
+command_configs = st.builds(
     ProxyConfig,
     upstream_command=text,
     upstream_args=st.lists(text, max_size=3).map(tuple),
@@ -55,6 +91,10 @@ configs = st.builds(
     event_log=st.none() | text,
     upstream_timeout_s=positive,
     max_message_bytes=st.integers(1024, 2**40),
+    listen=listens,
+)
+configs = command_configs | st.builds(
+    lambda base, http: ProxyConfig(**{**base.__dict__, **http}), command_configs, http_sides()
 )
 
 
@@ -79,9 +119,15 @@ def test_x1_proxy_argv_writes_every_flag_that_sets_something() -> None:  # X1
         max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES + 1,
     )
     f2 = ProxyConfig(upstream_command="python3", plan=PlanConfig(scenario="F2", retry_after_s=2))
+    http = ProxyConfig(
+        upstream_url="http://127.0.0.1:8000/mcp",
+        upstream_headers=(HeaderSpec("A", value=SecretValue("b")), HeaderSpec("C", env="D")),
+        listen=("127.0.0.1", 0),
+        allowed_origins=("https://app.example",),
+    )
     written = {
         arg.partition("=")[0]
-        for config in (full, f2)
+        for config in (full, f2, http)
         for arg in proxy_argv(config)
         if arg.startswith("--")
     }

@@ -1,0 +1,154 @@
+"""A lane: one agent session over HTTP, with its own router and its own upstream connection.
+
+Each `initialize` (2025-06-18, 2025-11-25) opens a lane with a new `Mcp-Session-Id`; every
+2026-07-28 request, having no session, goes through one shared lane. All lanes of a proxy feed
+the same judged session (one run, one report), so a write repeated in a new session after a
+fault is judged like any other repeat.
+
+The router writes lines to the lane as it would to stdout; the lane decides which HTTP answer
+each goes to. A response goes to the POST that carried its request. A message from an HTTP
+upstream goes to the stream of the request it arrived for. Otherwise (a stdio upstream cannot
+say) progress goes by its token, a listen stream's notifications by their subscription id, list
+changes to the session's GET stream, and anything else to the one request still open, or to
+the GET stream when there are several or none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any
+
+from harness.http.lines import LineQueue, has_related, id_key, peek, related_of
+from harness.http.streams import Stream
+from harness.transport import StreamClosed
+
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+BACKLOG = 1000  # messages kept for a GET stream that is not open yet
+_UNRELATED = frozenset(
+    {
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+    }
+)
+
+
+class Lane:
+    """One agent session: its streams, and the line pair its router reads and writes."""
+
+    def __init__(self, session_id: str | None) -> None:
+        self.session_id = session_id
+        self.modern = session_id is None
+        self.version: str | None = None
+        self.inbox = LineQueue()  # the router's client_in
+        self.streams: dict[tuple[str, Any], Stream] = {}
+        self.by_stream_id: dict[str, Stream] = {}
+        self.standalone: Stream | None = None
+        self.backlog: deque[bytes] = deque(maxlen=BACKLOG)
+        self.initialize_id: tuple[str, Any] | None = None
+        self._progress: dict[tuple[str, Any], Stream] = {}
+        self._server_requests: dict[tuple[str, Any], Stream] = {}
+        self.closed = False
+        self.task: asyncio.Task[Any] | None = None
+        self.upstream: Any = None
+
+    # -- agent -> router ---------------------------------------------------------------------
+
+    def open(self, stream: Stream, messages: list[Any]) -> None:
+        """Register a POST's stream for its requests (and their progress tokens)."""
+        self.by_stream_id[stream.id] = stream
+        for message in messages:
+            if not isinstance(message, dict) or "id" not in message or "method" not in message:
+                continue
+            self.streams[id_key(message["id"])] = stream
+            params = message.get("params")
+            meta = params.get("_meta") if isinstance(params, dict) else None
+            token = meta.get("progressToken") if isinstance(meta, dict) else None
+            if token is not None:
+                self._progress[id_key(token)] = stream
+
+    def send(self, line: bytes) -> None:
+        """A message from the agent, on to the router."""
+        self.inbox.put(line)
+
+    def forget(self, stream: Stream) -> None:
+        """A stream that is finished: drop what points at it."""
+        self.by_stream_id.pop(stream.id, None)
+        for table in (self.streams, self._progress, self._server_requests):
+            for key in [k for k, s in table.items() if s is stream]:
+                del table[key]
+        if self.standalone is stream:
+            self.standalone = None
+
+    # -- router -> agent (the router's client_out) ---------------------------------------------
+
+    async def write_line(self, line: bytes) -> None:
+        if self.closed:
+            raise StreamClosed("the agent's session ended")
+        message = peek(line)
+        first = message[0] if isinstance(message, list) and message else message
+        if isinstance(first, dict) and "method" not in first and "id" in first:
+            self._answer(line, first)
+            return
+        target = self._target(line, first)
+        if isinstance(first, dict) and "id" in first and target is not None:
+            self._server_requests[id_key(first["id"])] = target
+        if target is not None:
+            target.put(line)
+        elif not self.modern:
+            self.backlog.append(line)  # for the GET stream when the agent opens one
+
+    async def close(self) -> None:
+        """The router is done writing; nothing to close at the HTTP level here."""
+
+    def _answer(self, line: bytes, message: dict[str, Any]) -> None:
+        key = id_key(message.get("id"))
+        if key == self.initialize_id:
+            result = message.get("result")
+            if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
+                self.version = result["protocolVersion"]
+        stream = self.streams.pop(key, None)
+        if stream is not None:
+            stream.put(line, answers=key)
+
+    def _target(self, line: bytes, message: Any) -> Stream | None:
+        if has_related(line):
+            related = related_of(line)
+            stream = self.streams.get(id_key(related)) if related is not None else None
+            return stream or self.standalone
+        if not isinstance(message, dict):
+            return self._only_open() or self.standalone
+        method = message.get("method")
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if method == "notifications/progress" and "progressToken" in params:
+            return self._progress.get(id_key(params["progressToken"])) or self.standalone
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and SUBSCRIPTION_ID in meta:
+            return self.streams.get(id_key(meta[SUBSCRIPTION_ID]))
+        if method == "notifications/cancelled" and "requestId" in params:
+            return self._server_requests.get(id_key(params["requestId"])) or self.standalone
+        if method in _UNRELATED:
+            return self.standalone
+        return self._only_open() or self.standalone
+
+    def _only_open(self) -> Stream | None:
+        """The one request stream still waiting for its answer, if exactly one is."""
+        open_streams = {id(s): s for s in self.streams.values() if s.waiting and not s.listen}
+        return next(iter(open_streams.values())) if len(open_streams) == 1 else None
+
+    def attach_standalone(self, stream: Stream) -> None:
+        """The agent's GET stream: it gets the backlog first."""
+        self.standalone = stream
+        while self.backlog:
+            stream.put(self.backlog.popleft())
+
+    def end(self) -> None:
+        """The session is over: every open stream closes, the router sees EOF."""
+        self.closed = True
+        self.inbox.put(None)
+        for stream in {id(s): s for s in self.by_stream_id.values()}.values():
+            stream.close()
+        if self.standalone is not None:
+            self.standalone.close()

@@ -1,0 +1,79 @@
+"""A line that remembers where it came from over HTTP.
+
+The proxy core routes lines (bytes) and forwards the very object it read unless a fault
+replaces it. Over HTTP a message carries more than its bytes: which of the agent's requests
+an upstream message belongs to (it arrived on that request's response stream), the status the
+upstream answered with, whether its stream was cut, the agent's MCP headers. `HttpLine` is a bytes object with
+those attached, so they cross the router unchanged and the other side can use them; a plain
+`bytes` line simply has none (stdio).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from typing import Any
+
+_UNSET: Any = object()
+
+
+class HttpLine(bytes):
+    """A JSON-RPC message line plus what HTTP said about it."""
+
+    related: Any = _UNSET  # JSON-RPC id of the request whose response stream carried it
+    http_status: int | None = None  # status of the HTTP answer it came in
+    content_type: str | None = None  # "json" or "sse": how the upstream answered
+    stream_cut: bool = False  # no answer: the response stream closed without one
+    # The agent's MCP headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*) when it
+    # spoke HTTP: sent upstream as they came, so the upstream sees what the agent said.
+    mcp_headers: Mapping[str, str] | None = None
+
+
+def tagged(data: bytes, **hints: Any) -> HttpLine:
+    """`data` as an HttpLine with the given hints."""
+    line = HttpLine(data)
+    for name, value in hints.items():
+        setattr(line, name, value)
+    return line
+
+
+def related_of(line: bytes) -> Any:
+    """The request id an upstream message arrived for; `_UNSET` when nobody said."""
+    return getattr(line, "related", _UNSET)
+
+
+def has_related(line: bytes) -> bool:
+    return related_of(line) is not _UNSET
+
+
+def peek(line: bytes) -> Any:
+    """The parsed message, or None when the line is not JSON (routing only, never judged)."""
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+def id_key(rpc_id: Any) -> tuple[str, Any]:
+    """JSON-RPC ids 1 and "1" are different ids: keep the type in the key."""
+    return (type(rpc_id).__name__, rpc_id if not isinstance(rpc_id, (dict, list)) else repr(rpc_id))
+
+
+class LineQueue:
+    """Lines handed over between tasks; reading an exception raises it, None is EOF."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue()
+
+    def put(self, item: bytes | BaseException | None) -> None:
+        self.queue.put_nowait(item)
+
+    async def read_line(self) -> bytes | None:
+        item = await self.queue.get()
+        if item is None:
+            self.queue.put_nowait(None)  # later reads see EOF too
+            return None
+        if isinstance(item, BaseException):
+            raise item
+        return item
