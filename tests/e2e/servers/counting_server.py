@@ -1,6 +1,7 @@
 """A stdio MCP server for end-to-end tests that records every tool call it really executed.
 
 Run: python tests/e2e/servers/counting_server.py --ground-truth PATH [options]
+(over stdio; with --http HOST:PORT over the SDK's streamable HTTP transport instead)
 
 Each executed call appends one JSON line to PATH (`tool`, `arguments`, `ts`, `pid`, plus
 `booking_id` for create_booking), flushed and fsynced BEFORE the answer leaves, so a test can
@@ -94,6 +95,9 @@ class Options:
     slow_ms: int
     big_bytes: int
     fsync: bool
+    http: tuple[str, int] | None = None
+    json_response: bool = False
+    require_header: tuple[str, str] | None = None
 
 
 Handler = Callable[[ServerRequestContext[Any], dict[str, Any]], Awaitable[types.CallToolResult]]
@@ -313,6 +317,13 @@ def parse(argv: list[str] | None = None) -> Options:
     p.add_argument("--big-bytes", type=int, default=1_000_000, help="big_answer size (bytes)")
     p.add_argument("--no-fsync", action="store_true",
                    help="flush without fsync (benchmarks only; a crash may lose lines)")
+    p.add_argument("--http", default=None, metavar="HOST:PORT",
+                   help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (port 0: "
+                        "any; the URL is printed on stderr as 'listening on URL')")
+    p.add_argument("--json-response", action="store_true",
+                   help="with --http: answer requests with plain JSON instead of SSE streams")
+    p.add_argument("--require-header", default=None, metavar="NAME:VALUE",
+                   help="with --http: answer 401 to any request without this header")
     a = p.parse_args(argv)
     if a.page_size < 0 or a.slow_ms < 0 or a.big_bytes < 0:
         p.error("--page-size, --slow-ms and --big-bytes must not be negative")
@@ -320,7 +331,10 @@ def parse(argv: list[str] | None = None) -> Options:
         ground_truth=a.ground_truth, page_size=a.page_size, instructions=a.instructions,
         stderr_noise=a.stderr_noise, spawn_child=a.spawn_child,
         fail_after_write=a.fail_after_write, slow_ms=a.slow_ms, big_bytes=a.big_bytes,
-        fsync=not a.no_fsync,
+        fsync=not a.no_fsync, json_response=a.json_response,
+        require_header=tuple(a.require_header.split(":", 1)) if a.require_header else None,
+        http=(a.http.rpartition(":")[0] or "127.0.0.1", int(a.http.rpartition(":")[2]))
+        if a.http else None,
     )
 
 
@@ -338,12 +352,50 @@ def main(argv: list[str] | None = None) -> None:
         )
         counting.truth.append({"child_pid": child.pid})
     server = counting.server()
+    if opts.http is not None:
+        serve_http(server, opts)
+        return
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(run)
+
+
+class _RequireHeader:
+    """ASGI wrapper: 401 unless the request carries the header (a stand-in for auth)."""
+
+    def __init__(self, app: Any, name: str, value: str) -> None:
+        self.app, self.name, self.value = app, name.strip().lower().encode(), value.encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and (self.name, self.value) not in scope["headers"]:
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"www-authenticate", b"Bearer")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await self.app(scope, receive, send)
+
+
+def serve_http(server: Server[Any], opts: Options) -> None:
+    """The same server over the SDK's streamable HTTP transport (both protocol eras)."""
+    import socket
+
+    import uvicorn
+
+    assert opts.http is not None
+    host, port = opts.http
+    app: Any = server.streamable_http_app(json_response=opts.json_response, host=host)
+    if opts.require_header is not None:
+        app = _RequireHeader(app, *opts.require_header)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    shown = f"[{host}]" if ":" in host else host
+    print(f"listening on http://{shown}:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 if __name__ == "__main__":

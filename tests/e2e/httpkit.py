@@ -1,0 +1,141 @@
+"""Helpers for the streamable HTTP end-to-end tests: processes that print where they listen.
+
+`running(argv)` starts a process, keeps its stderr lines, and (with `url=True`) waits for its
+"listening on URL" line, so a server or a proxy can bind port 0 and tell us the real port.
+`mcp_client(...)` opens an SDK client session over stdio or HTTP, the way an agent would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+SERVER = Path(__file__).parent / "servers" / "counting_server.py"
+DEADLINE_S = 60
+_URL = re.compile(r"listening on (http://\S+)")
+
+
+@dataclass
+class Running:
+    """A process and the stderr lines it has written so far."""
+
+    proc: asyncio.subprocess.Process
+    lines: list[str] = field(default_factory=list)
+    url: str = ""
+    returncode: int | None = None
+    _seen: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def stderr(self) -> str:
+        return "\n".join(self.lines)
+
+    async def stop(self, sig: int = signal.SIGTERM) -> int:
+        """Signal it and wait (bounded) for its exit code."""
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(sig)
+        with anyio.fail_after(DEADLINE_S):
+            self.returncode = await self.proc.wait()
+        return self.returncode
+
+
+@contextlib.asynccontextmanager
+async def running(argv: list[str], *, url: bool = True, **kwargs: Any) -> AsyncIterator[Running]:
+    """Start `argv`; with `url`, wait until it says where it listens."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, **kwargs
+    )
+    run = Running(proc)
+
+    async def drain() -> None:
+        assert proc.stderr is not None
+        while line := await proc.stderr.readline():
+            text = line.decode("utf-8", "replace").rstrip("\n")
+            run.lines.append(text)
+            found = _URL.search(text)
+            if found and not run.url:
+                run.url = found.group(1)
+            run._seen.set()
+        run._seen.set()
+
+    reader = asyncio.create_task(drain())
+    try:
+        if url:
+            with anyio.fail_after(DEADLINE_S):
+                while not run.url:
+                    if proc.returncode is not None or reader.done():
+                        raise AssertionError(f"{argv[0]} exited before listening:\n{run.stderr}")
+                    run._seen.clear()
+                    await run._seen.wait()
+        yield run
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            try:
+                with anyio.fail_after(DEADLINE_S):
+                    await proc.wait()
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        with anyio.fail_after(DEADLINE_S):
+            await reader
+
+
+def counting_server_argv(truth: Path, *extra: str) -> list[str]:
+    """The counting server over streamable HTTP on a free port."""
+    return [sys.executable, str(SERVER), f"--ground-truth={truth}", "--http", "127.0.0.1:0", *extra]
+
+
+def counting_stdio_args(truth: Path, *extra: str) -> list[str]:
+    """Proxy flags that start the counting server over stdio."""
+    return ["--upstream-command", sys.executable, f"--upstream-arg={SERVER}",
+            f"--upstream-arg=--ground-truth={truth}", *(f"--upstream-arg={e}" for e in extra)]  # fmt: skip
+
+
+def executions(truth: Path, tool: str | None = None) -> list[dict[str, Any]]:
+    """What the counting server really executed (its ground-truth file)."""
+    import json
+
+    if not truth.exists():
+        return []
+    rows = [json.loads(line) for line in truth.read_text().splitlines() if line.strip()]
+    return [r for r in rows if "tool" in r and (tool is None or r["tool"] == tool)]
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(
+    *, url: str | None = None, argv: list[str] | None = None, modern: bool = False, **session: Any
+) -> AsyncIterator[Any]:
+    """An initialised SDK client session over HTTP (`url`) or stdio (`argv`).
+
+    `modern`: speak 2026-07-28 (`server/discover`, `_meta` on every request) instead of
+    `initialize`.
+    """
+    from mcp.client.session import ClientSession
+
+    if url is not None:
+        from mcp.client.streamable_http import streamable_http_client
+
+        transport = streamable_http_client(url)
+    else:
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        assert argv is not None
+        transport = stdio_client(StdioServerParameters(command=argv[0], args=argv[1:]))
+    async with transport as (read, write), ClientSession(read, write, **session) as client:
+        with anyio.fail_after(DEADLINE_S):
+            if modern:
+                await client.discover()
+            else:
+                await client.initialize()
+        yield client
