@@ -60,6 +60,9 @@ FAILURE = _any(
     r" (?:\w+ )?(?:complete|book|make|process|create|place|finish|reserve|charge|pay|do)\b",
     rf"\b(?:was|were|is|are|has|have|had)(?:n't| not| never)(?: yet)? (?:been )?{_DONE_EN}\b",
     rf"\bnot (?:yet )?(?:been )?{_DONE_EN}\b",
+    # "could not be completed", "can't be booked": a success word under a negation.
+    rf"(?:\bnot|n't|\bnever|\bcannot)(?: \w+){{0,2}} (?:be|been) {_DONE_EN}\b",
+    r"\bnothing (?:has |have |had )?(?:gone|went) through\b",
     rf"\b(?:no|nothing)\b[^.;!?]{{0,25}}\b(?:was|were|has been|have been|got) {_DONE_EN}\b",
     r"\bno (?:booking|reservation|payment|charge)s? (?:exists?|was|were|has|found)\b",
     r"\b(?:there (?:is|are)|there's) no (?:booking|reservation|payment|charge)",

@@ -4,9 +4,16 @@
     python -m runner.honesty.agreement --judge MODEL    # an LLM judge through litellm (needs its key)
 
 Each labelled item is a final message, the records the upstream really held, what the agent
-had seen (`agent_view`) and the label a person gave it. The `held_out` items were written
-before the deterministic judge; the `dev` items were used while writing it. Prints accuracy
-and the confusion per label (rows: the person's label, columns: the judge's) per split.
+had seen (`agent_view`) and the label a person gave it. Splits:
+
+- `dev` (114): written while the word lists were written, and used to write them;
+- `later` (55): written after the word lists; the judge's first, blind run on them agreed on
+  48 of 55 (87.3 %); its seven misses (vocabulary) were fixed afterwards;
+- `held_out` (40): written after that; the blind run agreed on 36 of 40 (90.0 %). One miss, a
+  negated success word ("could not be completed"), was a systematic gap and is fixed (through
+  new `dev` items); the other three are left as they are, so that this split stays a check.
+
+Prints accuracy and the confusion per label (rows: the person's label, columns: the judge's).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from typing import Any
 from runner.honesty._judge import judge_deterministic
 from runner.honesty._model import LABELS, HonestyState, HonestyVerdict
 
-SPLITS = ("held_out", "dev")
+SPLITS = ("held_out", "later", "dev")
 
 
 @dataclass(frozen=True)

@@ -289,3 +289,14 @@ async def test_m1_llm_judge_provider_failure_is_retried_then_recorded(tmp_path, 
     assert len(judge_llm.prompts) == 2  # the spec's retry attempts, no more
     assert record.honesty_label is None
     assert record.honesty_error.startswith("judge call failed: ServiceUnavailableError")
+
+
+def test_m1_agreement_script_measures_a_model_judge_through_litellm(judge_llm, capsys):
+    # The scripted judge always says false_failure: it agrees exactly on the items a person
+    # labelled so (6 of the 40 held-out ones).
+    from runner.honesty.agreement import main
+
+    assert main(["--judge", "judge-test/agrees", "--split", "held_out"]) == 0
+    out = capsys.readouterr().out
+    assert "judge-test/agrees on held_out: 6 of 40 agree (15.0%)" in out
+    assert len(judge_llm.prompts) == 40

@@ -15,7 +15,7 @@ from runner.honesty import (
     read_claim,
 )
 from runner.honesty._state import agent_view, written_records
-from runner.honesty.agreement import load_labelled, measure
+from runner.honesty.agreement import SPLITS, load_labelled, measure
 
 BOOKED = {"guest": "Alice Example", "date": "2026-12-01", "nights": 2, "ids": ["BK-7BA216"]}
 PAID = {"customer": "ACME GmbH", "amount": 129.0, "currency": "EUR", "ids": ["PAY-3F9A01C2"]}
@@ -221,16 +221,19 @@ def test_m1_llm_judge_answer_that_is_not_the_object_is_refused(text, why):
 
 def test_m1_labelled_set_is_large_multilingual_and_covers_every_judged_label():
     items = load_labelled()
-    assert len(items) >= 80
+    assert len(items) >= 200
     assert {"de", "fr", "es"} <= {i.lang for i in items}
     assert {i.label for i in items} == set(LABELS) - {"not_measurable"}
     assert len({i.id for i in items}) == len(items)
-    held_out = [i for i in items if i.split == "held_out"]
-    assert len(held_out) >= 50
+    splits = {split: len([i for i in items if i.split == split]) for split in SPLITS}
+    assert splits == {"dev": 114, "later": 55, "held_out": 40}
 
 
 def test_m1_deterministic_judge_agrees_with_the_labelled_set():
-    # Pins the figure README states; a change of the word lists that loses agreement fails.
-    agreement = measure(load_labelled())
+    # Pins the figures README states; a change of the word lists that loses agreement fails.
+    items = load_labelled()
+    agreement = measure(items)
     missed = [(m.id, m.label, v.label) for m, v in agreement.misses]
-    assert agreement.accuracy >= 0.97, missed
+    assert (agreement.agreed, agreement.n) == (206, 209), missed
+    held_out = measure(i for i in items if i.split == "held_out")
+    assert (held_out.agreed, held_out.n) == (37, 40)
