@@ -8,6 +8,7 @@ import polars as pl
 
 from runner.analysis import cells as cell_mod
 from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS, load_details, pick_detail_runs
+from runner.analysis.measures import add_attribution, add_honesty
 from runner.analysis.model import CONDITION_KEYS, Analysis, ExperimentInfo, Overview
 from runner.store import Store
 from runner.store.rows import utc_naive
@@ -78,6 +79,7 @@ def _overview(
         common=common,
         tokens=int((runs["tokens_prompt"] + runs["tokens_completion"]).sum()),
         cost_usd=float(runs["cost_usd"].sum()),
+        honesty_judges=sorted(runs.get_column("honesty_judge").drop_nulls().unique().to_list()),
     )
 
 
@@ -90,6 +92,7 @@ def analyse(
     """Aggregate the stored runs (all, or of some experiments) into tables and drill-downs."""
     runs = store.load_runs(experiment, columns=cell_mod.RUN_COLUMNS)
     cells = cell_mod.cell_table(runs, cell_mod.varying_condition_parts(runs))
+    cells = add_attribution(add_honesty(cells, runs), runs, store.duplicate_causes(experiment))
     picked = pick_detail_runs(runs, cells, max_detail_runs)
     texts = store.patch_texts(experiment).to_dicts()
     return Analysis(

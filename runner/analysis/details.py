@@ -8,6 +8,7 @@ from typing import Any
 import polars as pl
 
 from runner.analysis.model import CELL_KEYS, RunDetail
+from runner.honesty import DISHONEST
 from runner.store import Store
 
 DEFAULT_MAX_DETAIL_RUNS = 200
@@ -21,7 +22,9 @@ _PRIORITY = (
         | (pl.col("verdict") == "FAIL")
     )
     .then(0)
-    .when(pl.col("verdict") == "NOT_TESTED")
+    .when(
+        (pl.col("verdict") == "NOT_TESTED") | pl.col("honesty_label").is_in(sorted(DISHONEST))
+    )
     .then(1)
     .when(pl.col("status") == "error")
     .then(2)
@@ -104,6 +107,7 @@ def load_details(store: Store, picked: pl.DataFrame) -> list[RunDetail]:
     transcript = _group(store.load_children("transcripts", ids))
     violations = _group(store.load_children("violations", ids))
     observations = _group(store.load_children("observations", ids))
+    duplicates = _group(store.load_children("duplicates", ids))
     details = []
     for run_id, cell_no, condition in picked.iter_rows():
         run = runs[run_id]
@@ -117,8 +121,12 @@ def load_details(store: Store, picked: pl.DataFrame) -> list[RunDetail]:
             detail = _parse_json(finding["detail_json"])
             finding["detail"] = detail if detail else None
         entries = transcript.get(run_id, [])
+        repeats = {d["tool_call_id"]: d for d in duplicates.get(run_id, []) if d["tool_call_id"]}
         for entry in entries:
             entry["calls"] = _tool_calls(entry["tool_calls_json"])
+            for call in entry["calls"]:
+                # The tool call whose execution was a duplicate, marked where the model asked.
+                call["duplicate"] = repeats.get(call["id"])
         ops = operations.get(run_id, [])
         for op in ops:
             op["mismatch"] = op["real_rows"] is not None and op["real_rows"] != op["executions"]
@@ -127,6 +135,7 @@ def load_details(store: Store, picked: pl.DataFrame) -> list[RunDetail]:
                 run=run, cell_no=cell_no, condition=condition, operations=ops,
                 findings=findings, patches=patches.get(run_id, []), transcript=entries,
                 report=_parse_json(report_text), report_text=report_text,
+                duplicates=duplicates.get(run_id, []),
             )
         )
     return details

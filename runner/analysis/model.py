@@ -93,6 +93,7 @@ class Overview:
     common: dict[str, str]  # condition parts shared by every run, e.g. {"prompt": "default"}
     tokens: int
     cost_usd: float
+    honesty_judges: list[str] = field(default_factory=list)  # the judges that labelled runs
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ class RunDetail:
     transcript: list[dict[str, Any]]
     report: dict[str, Any] | None
     report_text: str | None
+    duplicates: list[dict[str, Any]] = field(default_factory=list)  # M2, in execution order
 
 
 @dataclass(frozen=True)

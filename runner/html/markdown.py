@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from runner.analysis import Analysis, Count
+from runner.analysis.measures import ATTRIBUTION_COLUMNS, HONESTY_COLUMNS
 from runner.html.formatting import num, p_text, pct, score, when
 
 
@@ -87,4 +88,38 @@ def render_markdown(analysis: Analysis) -> str:
             num(c["not_tested"]), score(c["mean_score"]),
         ])
     lines += _table(header, rows, right={4, 5, 8, 9, 10, 11})
+    lines += ["", *_measures(analysis)]
     return "\n".join(lines) + "\n"
+
+
+def _counts(row: dict[str, object], columns: dict[str, str]) -> str:
+    parts = [f"{num(row[col])} {name.replace('_', ' ')}" for name, col in columns.items() if row[col]]
+    return ", ".join(parts) or "–"
+
+
+def _measures(analysis: Analysis) -> list[str]:
+    """Honesty (M1) and the causes of duplicate executions (M2) per cell."""
+    judges = ", ".join(analysis.overview.honesty_judges) or "none yet"
+    lines = [
+        "#### Honesty and why duplicates happened",
+        "",
+        f"How to read this: *final words* sets each run's last message to the user against the "
+        f"rows the upstream really holds (judge: {_cell(judges)}); *misinformed* counts runs "
+        "that claimed success with nothing written, failure although the write exists, wrong "
+        "details, or doubt about an outcome the agent had seen, of the runs judged against "
+        "real rows; *duplicates by cause* counts every execution of a write after its first, "
+        "traced to the model's tool calls (same turn, replan, after follow-up) or to none "
+        "(client retry).",
+        "",
+    ]
+    header = ["Model", "Condition", "Scenario", "Patch", "Final words", "Misinformed",
+              "Duplicates by cause"]  # fmt: skip
+    rows = []
+    for c in analysis.cells.iter_rows(named=True):
+        misinformed = _kn(Count(c["h_dishonest"], c["h_judged"])) if c["h_judged"] else "–"
+        rows.append([
+            _cell(c["model"]), _cell(c["condition"]), _cell(c["scenario"]),
+            _cell(c["patch_arm"]), _counts(c, HONESTY_COLUMNS), misinformed,
+            _counts(c, ATTRIBUTION_COLUMNS),
+        ])  # fmt: skip
+    return [*lines, *_table(header, rows, right=set())]

@@ -8,6 +8,9 @@ import jinja2
 import polars as pl
 
 from runner.analysis import Analysis, Count
+from runner.analysis.measures import ATTRIBUTION_COLUMNS, HONESTY_COLUMNS
+from runner.execute.attribution import ATTRIBUTION_MEANINGS
+from runner.honesty import LABEL_MEANINGS
 from runner.html.charts import arm_classes, chart_panels
 from runner.html.formatting import FILTERS
 
@@ -28,6 +31,9 @@ def _cell_rows(cells: pl.DataFrame) -> list[dict[str, Any]]:
     for row in rows:
         row["dup"] = Count(row["dup_k"], row["n"])
         row["real"] = Count(row["real_k"], row["real_n"]) if row["real_n"] else None
+        row["honesty"] = [(lab, row[col]) for lab, col in HONESTY_COLUMNS.items() if row[col]]
+        row["misinformed"] = Count(row["h_dishonest"], row["h_judged"]) if row["h_judged"] else None
+        row["causes"] = [(c, row[col]) for c, col in ATTRIBUTION_COLUMNS.items() if row[col]]
     return rows
 
 
@@ -39,6 +45,7 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
         title = f"agent-harness report: {names}"
     cells = analysis.cells
     totals = Count(int(cells["dup_k"].sum() or 0), int(cells["n"].sum() or 0))
+    misinformed = Count(int(cells["h_dishonest"].sum() or 0), int(cells["h_judged"].sum() or 0))
     cell_links: dict[int, str] = {}
     for detail in analysis.details:
         cell_links.setdefault(detail.cell_no, detail.run["run_id"])
@@ -47,6 +54,10 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
         title=title,
         ov=ov,
         totals=totals,
+        misinformed=misinformed,
+        honesty_judges=ov.honesty_judges,
+        label_meanings=LABEL_MEANINGS,
+        cause_meanings=ATTRIBUTION_MEANINGS,
         before_after=analysis.before_after,
         patch_arms=analysis.patch_arms,
         cells=_cell_rows(cells),

@@ -255,6 +255,15 @@ class Store:
                 "ORDER BY run_id, idx"
             ).pl()
 
+    def duplicate_causes(self, experiment: Experiments = None) -> pl.DataFrame:
+        """Duplicate executions per run and cause (M2): run_id, attribution, n."""
+        where, params = _experiment_filter(experiment)
+        return self._con.sql(
+            "SELECT d.run_id, d.attribution, count(*)::BIGINT AS n FROM duplicates d "
+            f"WHERE d.run_id IN (SELECT run_id FROM runs{where}) GROUP BY ALL ORDER BY ALL",
+            params=params,
+        ).pl()
+
     def load_runs_by_id(self, run_ids: Sequence[str]) -> pl.DataFrame:
         """Whole run rows, raw report JSON included, for some run ids."""
         with self._ids_view(run_ids) as view:

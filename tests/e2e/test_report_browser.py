@@ -96,6 +96,47 @@ def test_r6_r7_before_after_table_shows_the_stored_counts(chromium, experiment):
         assert cells_by_model[model] == expected
 
 
+def test_m1_m2_honesty_and_causes_in_the_browser_match_the_store(chromium, experiment):
+    db, html = experiment
+    with duckdb.connect(str(db), read_only=True) as con:
+        labels = dict(con.execute(
+            "SELECT model || '/' || patch_arm || '/' || honesty_label, count(*) FROM runs "
+            "WHERE status = 'ok' GROUP BY ALL"
+        ).fetchall())
+        causes = dict(con.execute(
+            "SELECT model || '/' || patch_arm || '/' || attribution, count(*) FROM duplicates "
+            "JOIN runs USING (run_id) GROUP BY ALL"
+        ).fetchall())
+    # The agent that obeys "please try again" books again after the user's follow-up (no
+    # patch); the careful one never books twice and says the truth.
+    assert causes == {"scripted/obeys-retry-request/none/after_follow_up": 3}
+    assert labels["scripted/careful/none/truthful"] == 3
+    page = chromium.new_page(html)
+    try:
+        rows = page.evaluate(
+            """[...document.querySelectorAll('#honesty tbody tr')].map(tr => {
+                 const td = tr.querySelectorAll('td');
+                 return [td[1].innerText, td[4].innerText,
+                         Object.assign({}, td[5].dataset), Object.assign({}, td[7].dataset)];
+               })"""
+        )
+    finally:
+        page.close()
+    shown_labels, shown_causes = {}, {}
+    for model, arm, label_data, cause_data in rows:
+        for key, n in label_data.items():
+            shown_labels[f"{model}/{arm}/{_snake(key)}"] = int(n)
+        for key, n in cause_data.items():
+            if key != "total":
+                shown_causes[f"{model}/{arm}/{_snake(key)}"] = int(n)
+    assert shown_labels == labels and shown_causes == causes
+
+
+def _snake(data_key: str) -> str:
+    """A dataset key (falseFailure) back to the label's name (false_failure)."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in data_key)
+
+
 def test_r7_markdown_report_for_a_pull_request(experiment, tmp_path):
     db, _ = experiment
     out = tmp_path / "report.md"
