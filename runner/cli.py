@@ -110,6 +110,47 @@ def report_command(
     raise typer.Exit(report(db, out, fmt, experiment, max_detail_runs))
 
 
+@app.command("runs-needed")
+def runs_needed_command(
+    baseline: Annotated[
+        float,
+        typer.Option(
+            "--baseline", min=0.0, max=1.0,
+            help="Duplicate rate without the patch, 0..1 (e.g. 0.6 from a first small sweep).",
+        ),
+    ],
+    target: Annotated[
+        float,
+        typer.Option(
+            "--target", min=0.0, max=1.0,
+            help="The duplicate rate with the patch you want to be able to detect, 0..1.",
+        ),
+    ],
+    alpha: Annotated[
+        float, typer.Option("--alpha", min=0.0, max=1.0, help="Significance level, two-sided.")
+    ] = 0.05,
+    power: Annotated[
+        float,
+        typer.Option("--power", min=0.0, max=1.0,
+                     help="Wanted probability of detecting the difference."),
+    ] = 0.8,
+    runs: Annotated[
+        int | None,
+        typer.Option("--runs", min=1,
+                     help="Instead: the power that this many runs per arm give."),
+    ] = None,
+) -> None:
+    """Runs per patch arm needed to tell a baseline duplicate rate from a target rate (M3)."""
+    from runner.plan_command import runs_needed_text
+
+    try:
+        text = runs_needed_text(baseline, target, alpha, power, runs)
+    except ValueError as exc:
+        typer.echo(f"agent-harness runs-needed: error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(text, nl=False)
+
+
 @app.command("sweep")
 def sweep_command(
     spec: Annotated[

@@ -1,6 +1,6 @@
-"""Small exact statistics for run counts: Wilson score intervals and Fisher's exact test.
+"""Small exact statistics for run counts: Wilson intervals, Fisher, McNemar, Holm, pass^k.
 
-Pure Python on purpose: the package must not depend on scipy for two formulas.
+Pure Python on purpose: the package must not depend on scipy for a few formulas.
 """
 
 from __future__ import annotations
@@ -104,3 +104,60 @@ def fisher_exact(a: int, b: int, c: int, d: int, alternative: Alternative = "two
     else:
         raise ValueError(f"unknown alternative {alternative!r}")
     return min(1.0, p)
+
+
+def pass_hat_k(c: int, n: int, k: int) -> float:
+    """pass^k: the unbiased estimate, from c safe runs of n, that k runs in a row are all safe.
+
+    tau-bench's estimator C(c, k) / C(n, k): the chance that k runs drawn without replacement
+    from the n observed are all safe. Its expectation over c ~ Binomial(n, p) is exactly p^k
+    for every k <= n, which the plug-in (c/n)^k is not.
+    """
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got c={c}, n={n}, k={k}")
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def pass_hat_curve(c: int, n: int) -> list[float]:
+    """pass^k for k = 1..n (empty when n is 0), by the running product of (c-i)/(n-i)."""
+    if not 0 <= c <= n:
+        raise ValueError(f"need 0 <= c <= n, got c={c}, n={n}")
+    curve, value = [], 1.0
+    for i in range(n):
+        value *= max(c - i, 0) / (n - i)
+        curve.append(value)
+    return curve
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact (binomial) McNemar test, two-sided, from the discordant pairs of a paired table.
+
+    b: pairs with the event only in the first arm, c: only in the second. Under equal rates a
+    discordant pair falls either way with probability 1/2, so the p-value is twice the smaller
+    tail of Binomial(b + c, 1/2), at most 1 (R: binom.test(b, b + c), exact2x2::mcnemar.exact).
+    """
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be non-negative, got {(b, c)}")
+    m = b + c
+    if m == 0:
+        return 1.0
+    tail = sum(math.comb(m, i) for i in range(min(b, c) + 1))
+    # Integers up to the last step: exact for any table a run store can hold.
+    return min(1.0, 2 * tail / 2**m)
+
+
+def holm(p_values: list[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of a family of p-values (None entries are left out).
+
+    The i-th smallest of m p-values is multiplied by m - i + 1, and the results are made
+    non-decreasing in that order (R: p.adjust(p, "holm")). Rejecting where the adjusted p is
+    below alpha keeps the chance of any false rejection in the family at most alpha.
+    """
+    present = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    m = len(present)
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(present):
+        running = max(running, min(1.0, (m - rank) * p))
+        adjusted[i] = running
+    return adjusted
