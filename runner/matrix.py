@@ -56,7 +56,9 @@ class RunCell:
     # The cell without its patch arm: the unpatched runs whose patches `auto` inserts (with
     # the experiment: like cell_id, it does not contain the experiment's name).
     group_id: str
-    seed: int  # per run, from the spec's seed and the run id (the scripted models draw from it)
+    # Per repetition of a group, from the spec's seed: the patch arms of one repetition share
+    # it (a paired design: the scripted models and a chaos fault plan draw from it, M3).
+    seed: int
     labels: Mapping[str, str]  # for display and `select`: one entry per dimension
 
     def __hash__(self) -> int:
@@ -86,9 +88,9 @@ def run_id(experiment: str, cell_id: str, repetition: int) -> str:
     return _digest([experiment, cell_id, repetition])
 
 
-def run_seed(base_seed: int, run: str) -> int:
-    """A deterministic seed per run, in 0..2**31-1 so that every provider accepts it."""
-    digest = hashlib.sha256(f"{base_seed}:{run}".encode()).digest()
+def run_seed(base_seed: int, key: str) -> int:
+    """A deterministic seed for a key, in 0..2**31-1 so that every provider accepts it."""
+    digest = hashlib.sha256(f"{base_seed}:{key}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
@@ -130,7 +132,8 @@ def expand(spec: ExperimentSpec) -> list[RunCell]:
     for repetition in range(1, spec.runs + 1):
         for cell, ids, labels in cells:
             run = run_id(spec.name, ids["cell_id"], repetition)
-            seed = run_seed(spec.seed, run)
+            # The group, not the cell: every patch arm of this repetition gets the same seed.
+            seed = run_seed(spec.seed, run_id(spec.name, ids["group_id"], repetition))
             runs.append(
                 RunCell(
                     spec.name,

@@ -105,6 +105,9 @@ class RunRecord(BaseModel):
     experiment: str
     cell_id: str
     repetition: int
+    # The run's seed; the patch arms of one repetition share it, which pairs them (M3).
+    # None in stores made before m005.
+    seed: BigInt | None = None
     model: str
     model_params_json: Annotated[str, Column(bulk=True)] = "{}"
     prompt: str

@@ -288,6 +288,7 @@ def _record(
         experiment=cell.experiment,
         cell_id=cell.cell_id,
         repetition=cell.repetition,
+        seed=cell.seed,
         model=cell.labels["model"],
         model_params_json=json.dumps(cell.model.params.as_kwargs(), sort_keys=True, default=str),
         prompt=cell.labels["prompt"],

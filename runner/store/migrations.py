@@ -173,11 +173,15 @@ _M004_DUPLICATES = (
     """,
 )
 
+# The run's seed (shared by the patch arms of one repetition): pairs runs for McNemar (M3).
+_M005_SEED = ("ALTER TABLE runs ADD COLUMN seed BIGINT",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _M001_INITIAL),
     Migration(2, "m002_stopped_by", _M002_STOPPED_BY),
     Migration(3, "m003_honesty", _M003_HONESTY),
     Migration(4, "m004_duplicates", _M004_DUPLICATES),
+    Migration(5, "m005_seed", _M005_SEED),
 )
 
 LATEST = MIGRATIONS[-1].id

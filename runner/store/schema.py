@@ -98,8 +98,10 @@ class ChildTable:
         return self.spec.name
 
 
-def _sql_type(annotation: object, marker: Column | None, where: str) -> tuple[str, bool]:
-    """The SQL type and nullability of a field's annotation."""
+def _sql_type(
+    annotation: object, marker: Column | None, where: str
+) -> tuple[str, bool, Column | None]:
+    """The SQL type, nullability and Column marker of a field's annotation."""
     nullable = False
     args = typing.get_args(annotation)
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
@@ -108,15 +110,23 @@ def _sql_type(annotation: object, marker: Column | None, where: str) -> tuple[st
         if len(rest) != 1:
             raise TypeError(f"{where}: a column holds one type, not {annotation}")
         annotation = rest[0]
+    if typing.get_origin(annotation) is typing.Annotated:
+        # `Alias | None` with an Annotated alias: pydantic leaves the marker inside.
+        annotation, *metadata = typing.get_args(annotation)
+        marker = marker or _marker(metadata)
     if marker is not None and marker.sql is not None:
-        return marker.sql, nullable
+        return marker.sql, nullable, marker
     if typing.get_origin(annotation) is typing.Literal:
         if all(isinstance(a, str) for a in typing.get_args(annotation)):
-            return "VARCHAR", nullable
+            return "VARCHAR", nullable, marker
     for python_type, sql in _DEFAULT_SQL:
         if annotation is python_type:
-            return sql, nullable
+            return sql, nullable, marker
     raise TypeError(f"{where}: no SQL type for {annotation}; give the field a Column(sql=...)")
+
+
+def _marker(metadata: list[object]) -> Column | None:
+    return next((m for m in metadata if isinstance(m, Column)), None)
 
 
 def _is_child_list(annotation: object) -> bool:
@@ -129,8 +139,10 @@ def model_columns(model: type[BaseModel], skip: tuple[str, ...] = ()) -> tuple[C
     for field_name, info in model.model_fields.items():
         if field_name in skip or _is_child_list(info.annotation):
             continue
-        marker = next((m for m in info.metadata if isinstance(m, Column)), None)
-        sql, nullable = _sql_type(info.annotation, marker, f"{model.__name__}.{field_name}")
+        marker = _marker(info.metadata)
+        sql, nullable, marker = _sql_type(
+            info.annotation, marker, f"{model.__name__}.{field_name}"
+        )
         columns.append(
             ColumnSpec(
                 name=(marker.name if marker and marker.name else field_name),

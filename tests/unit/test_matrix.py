@@ -185,6 +185,18 @@ def test_repetitions_of_a_cell_share_the_cell_id_and_differ_in_run_id_and_seed(t
     assert all(0 <= c.seed < 2**31 for c in cells)
 
 
+# M3: a paired design
+def test_the_patch_arms_of_one_repetition_share_its_seed(tmp_path):
+    cells = expand(load(tmp_path, base()))
+    by_pair: dict[tuple[str, int], set[int]] = {}
+    for c in cells:
+        by_pair.setdefault((c.group_id, c.repetition), set()).add(c.seed)
+    arms = {c.labels["patch"] for c in cells}
+    assert len(arms) >= 2
+    assert all(len(seeds) == 1 for seeds in by_pair.values())
+    assert len({seeds.pop() for seeds in by_pair.values()}) == len(by_pair)
+
+
 # R1
 def test_run_ids_belong_to_the_experiment_and_cell_ids_do_not(tmp_path):
     other = base()

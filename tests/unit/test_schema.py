@@ -27,7 +27,7 @@ T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 def full_record(run_id: str = "r1") -> RunRecord:
     """A run whose every field holds a value other than its default, children included."""
     values = dict(
-        run_id=run_id, experiment="exp", cell_id="c", repetition=3, model="m",
+        run_id=run_id, experiment="exp", cell_id="c", repetition=3, seed=2**31 - 1, model="m",
         model_params_json='{"temperature": 0}', prompt="p", patch_arm="auto", patch_text="T",
         upstream="booking", scenario="F1", conversation="single", status="ok", error="e",
         verdict="FAIL", verdict_reason="why", score_overall=40, duplicate_safety=0.5,
@@ -114,6 +114,8 @@ def test_r5_a_store_made_by_m001_and_m002_is_upgraded_to_the_models_tables(tmp_p
         runs = store.load_runs("exp")
         assert runs["run_id"].to_list() == ["new-1", "old-1"]
         assert runs.filter(runs["run_id"] == "old-1")["duplicate_found"].to_list() == [True]
+        # m005: the old run has no seed (it cannot be paired), the new one keeps its own.
+        assert runs["seed"].to_list() == [2**31 - 1, None]
     con = duckdb.connect(str(path), read_only=True)
     assert schema.schema_differences(con) == []
     con.close()
@@ -168,13 +170,18 @@ def test_a_field_the_schema_cannot_type_is_a_clear_error_naming_it():
 def test_column_markers_set_type_name_and_bulk():
     from typing import Annotated
 
+    BigText = Annotated[str, Column(bulk=True)]  # an alias, then made optional
+
     class Marked(BaseModel):
         big: Annotated[int, Column(sql="BIGINT")]
         renamed: Annotated[str | None, Column(name="other", bulk=True)] = None
         flag: bool = False
+        optional_alias: BigText | None = None
 
     assert schema.model_columns(Marked) == (
         schema.ColumnSpec("big", "BIGINT", nullable=False, field="big"),
         schema.ColumnSpec("other", "VARCHAR", nullable=True, field="renamed", bulk=True),
         schema.ColumnSpec("flag", "BOOLEAN", nullable=False, field="flag"),
+        schema.ColumnSpec("optional_alias", "VARCHAR", nullable=True, field="optional_alias",
+                          bulk=True),
     )

@@ -113,9 +113,7 @@ def test_migrate_applies_nothing_the_second_time(tmp_path):
 def test_a_store_made_before_m002_is_upgraded_and_keeps_its_runs(tmp_path):  # R5
     path = tmp_path / "runs.duckdb"
     con = duckdb.connect(str(path))
-    migrations.migrate(con, "x")
-    con.execute("DELETE FROM schema_migrations WHERE id = 2")
-    con.execute("ALTER TABLE runs DROP COLUMN stopped_by")
+    migrations.migrate(con, "x", upto=1)
     con.close()
     with Store.open(path) as s:
         assert s.schema_version() == migrations.LATEST
