@@ -7,6 +7,7 @@ from typing import Any
 from harness.judge import Judgement
 from harness.judge.report import FAIL_SCORE_CAP
 from harness.patches import patches_markdown
+from harness.textsafe import markdown
 
 
 def _pct(value: float | None) -> str:
@@ -39,7 +40,7 @@ def judgement_markdown(j: Judgement) -> str:
     lines = [
         f"# agent-harness report: {r['verdict']}",
         "",
-        r["verdictReason"],
+        markdown(r["verdictReason"], line_start=True),  # V6: it names the upstream's tools
         "",
         f"Certification: {r['certification']} (a self-test, not a certificate).",
         "",
@@ -52,12 +53,14 @@ def judgement_markdown(j: Judgement) -> str:
     ]
     for op in r["operations"]:
         lines.append(
-            f"| {op['index']} | {op['tool']} | {op['attempts']} | {op['executions']} | {op['outcome']} |"
+            f"| {op['index']} | {markdown(op['tool'])} | {op['attempts']} | {op['executions']} "
+            f"| {op['outcome']} |"
         )
     for title, items in (("Violations", r["violations"]), ("Observations", r["observations"])):
         lines += ["", f"## {title}", ""]
         lines += [
-            f"- {x['code']}" + (f" ({x['tool']})" if x.get("tool") else "") for x in items
+            f"- {x['code']}" + (f" ({markdown(x['tool'])})" if x.get("tool") else "")
+            for x in items
         ] or ["- none"]
     if j.patches:
         lines += ["", "# Prompt patches", "", patches_markdown(j.patches)]

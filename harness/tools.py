@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harness.errors import ConfigError
+from harness.textsafe import terminal
 
 ToolClass = Literal["write", "read", "unclassified"]
 
@@ -204,10 +205,11 @@ def key_of(arguments: Any, normalised_keys: frozenset[str]) -> tuple[str | None,
 def startup_lines(classification: Classification, key_fields: Sequence[str]) -> list[str]:
     """C7: what the proxy prints to stderr about the upstream's tools, one line each."""
     tools = list(classification.tools.values())
-    width = max((len(t.name) for t in tools), default=0)
+    names = {t.name: terminal(t.name) for t in tools}  # V6: the upstream chose these names
+    width = max(map(len, names.values()), default=0)
     lines = [f"Upstream tools ({len(tools)}):"]
     for t in tools:
-        lines.append(f"  {t.tool_class:<12} {t.name:<{width}}  ({t.reason})")
+        lines.append(f"  {t.tool_class:<12} {names[t.name]:<{width}}  ({t.reason})")
     for t in tools:
         if t.tool_class == "unclassified":
             lines.append(

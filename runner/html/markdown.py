@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
+from harness.textsafe import markdown
 from runner.analysis import Analysis, Count
 from runner.analysis.measures import ATTRIBUTION_COLUMNS, HONESTY_COLUMNS
 from runner.html.formatting import num, p_text, pct, score, when
 
-
-def _cell(text: object) -> str:
-    """Text safe inside a Markdown table cell: no pipes, no line breaks, no HTML."""
-    value = str(text).replace("\\", "\\\\").replace("|", "\\|")
-    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return " ".join(value.split())
+# Stored text safe inside a Markdown table cell (V6): no pipes, line breaks, HTML, links, images.
+_cell = markdown
 
 
 def _row(cells: list[str]) -> str:
