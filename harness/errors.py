@@ -13,13 +13,22 @@ class ConfigError(HarnessError):
     """A configuration that cannot work, found at startup (e.g. a tool in both explicit lists)."""
 
 
-class ReportFileError(HarnessError):
-    """The report file cannot be used or written."""
+class InputFileError(HarnessError):
+    """An input file that cannot be read: missing, not a regular file, too large, not UTF-8
+    (V4)."""
+
+
+class OutputFileError(HarnessError):
+    """A file the tools write cannot be used or written (V1)."""
+
+
+class ReportFileError(OutputFileError):
+    """The proxy's report file (or event log) cannot be used or written."""
 
 
 class UpstreamError(HarnessError):
     """The upstream MCP server could not be started or stopped working."""
 
 
-class EventLogError(HarnessError):
+class EventLogError(InputFileError):
     """An event log that cannot be read back."""

@@ -16,7 +16,8 @@ from typing import Annotated, Any, Literal, TextIO
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from harness import jsonutil
-from harness.errors import EventLogError
+from harness.errors import EventLogError, InputFileError
+from harness.infile import read_lines
 
 LOG_VERSION = 1
 
@@ -150,26 +151,31 @@ def write_jsonl(events: Iterable[_Event], out: TextIO) -> None:
         out.write("\n")
 
 
+# One event holds a call's arguments: up to the proxy's 10 MB message limit, JSON-escaped again.
+MAX_EVENT_LINE_BYTES = 64 * 1024 * 1024
+
+
 def read_jsonl(path: Path) -> Iterator[Event]:
-    """Read a JSON-lines event log; a bad line raises EventLogError naming file and line."""
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise EventLogError(f"{path}: cannot read event log: {exc.strerror or exc}") from exc
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                event = from_json(line)
-            except (ValueError, ValidationError) as exc:
-                first = str(exc).strip().splitlines()[0]
-                raise EventLogError(
-                    f"{path}:{number}: not an agent-harness event: {first}"
-                ) from exc
-            if isinstance(event, SessionStarted) and event.log_version > LOG_VERSION:
-                raise EventLogError(
-                    f"{path}:{number}: event log version {event.log_version} is newer than this "
-                    f"harness understands ({LOG_VERSION}); upgrade agent-harness"
-                )
-            yield event
+    """Read a JSON-lines event log (V4: a regular file, bounded lines, UTF-8); a bad line
+    raises EventLogError naming file and line."""
+    lines = read_lines(path, "event log", MAX_EVENT_LINE_BYTES)
+    while True:
+        try:
+            number, line = next(lines)
+        except StopIteration:
+            return
+        except InputFileError as exc:
+            raise EventLogError(str(exc)) from None
+        if not line.strip():
+            continue
+        try:
+            event = from_json(line)
+        except (ValueError, ValidationError) as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise EventLogError(f"{path}:{number}: not an agent-harness event: {first}") from exc
+        if isinstance(event, SessionStarted) and event.log_version > LOG_VERSION:
+            raise EventLogError(
+                f"{path}:{number}: event log version {event.log_version} is newer than this "
+                f"harness understands ({LOG_VERSION}); upgrade agent-harness"
+            )
+        yield event

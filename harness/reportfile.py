@@ -2,8 +2,10 @@
 
 Each write goes to `<file>.<pid>.<random>.tmp`, created exclusively in the same folder, and is
 renamed over the target, so a reader (or a crash at any moment) sees either the previous
-complete report or the new one. A symlink target is resolved once and written through. A second
-proxy on the same file is refused by an advisory lock on `<file>.lock`.
+complete report or the new one. The target is checked once at start by the one rule for every
+output file (harness.outfile, SPEC V1): a symlink is resolved and written through unless another
+user planted it in a sticky world-writable folder. A second proxy on the same file is refused by
+an advisory lock on `<file>.lock`; temp files a dead proxy left are removed when the lock is won.
 
 On Linux the rename is an atomic exchange (renameat2 RENAME_EXCHANGE): readers see exactly what
 a rename shows them, but ext4 does not flush the new file to disk first, as it does on every
@@ -22,18 +24,23 @@ Where leases or exchanges are not available, every version is a new file written
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import fcntl
 import os
-import secrets
+import re
 import stat
-import sys
-from pathlib import Path
-from typing import Any
 
 from harness import CERTIFICATION, __version__, jsonutil
-from harness.errors import ReportFileError
+from harness.errors import OutputFileError, ReportFileError
+from harness.outfile import (
+    AT_FDCWD,
+    NO_EXCHANGE,
+    RENAME_EXCHANGE,
+    Target,
+    renameat2,
+    resolve,
+    temp_name,
+)
 from harness.reportslots import Piece, Slots
 
 
@@ -41,33 +48,12 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def _load_renameat2() -> Any:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        func = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):  # no libc symbol (glibc < 2.28, other libcs)
-        return None
-    func.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    func.restype = ctypes.c_int
-    return func
-
-
-_RENAMEAT2 = _load_renameat2()
-_AT_FDCWD = -100
-_RENAME_EXCHANGE = 2
-# The filesystem cannot exchange (NFS, FUSE, ...) or the kernel is too old: rename instead.
-_NO_EXCHANGE = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV, errno.EPERM}
-
-
 def _exchange(a: str, b: str) -> bool:
     """Swap the two paths atomically; False when that is not possible here (or b is missing)."""
-    if _RENAMEAT2 is None:
-        return False
-    if _RENAMEAT2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+    code = renameat2(AT_FDCWD, a, b, RENAME_EXCHANGE)
+    if code == 0:
         return True
-    code = ctypes.get_errno()
-    if code == errno.ENOENT or code in _NO_EXCHANGE:
+    if code == errno.ENOENT or code in NO_EXCHANGE:
         return False
     raise OSError(code, os.strerror(code), b)
 
@@ -100,6 +86,16 @@ def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
         offset += written
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
 # (fd, version it holds, layout number) and, for a retired file, its temp name too.
 _Held = tuple[int, int, int]
 _Retired = tuple[int, str, int, int]
@@ -108,34 +104,19 @@ _Retired = tuple[int, str, int, int]
 class ReportFile:
     """A validated, locked report-file target."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, checked: Target | None = None) -> None:
         self.requested = path
-        self.target = self._validate(path)
+        try:
+            self.checked = checked or resolve(path, "report file")  # V1, O4
+        except OutputFileError as exc:
+            raise ReportFileError(str(exc)) from None
+        self.target = self.checked.path
         self._lock_fd = self._lock()
+        self._remove_debris()
         self._slots = Slots()
         self._current: _Held | None = None  # the file now at the target
         self._retired: list[_Retired] = []  # files of earlier versions, kept for reuse
         self._leases = True
-
-    @staticmethod
-    def _validate(path: str) -> Path:
-        if not path:
-            raise ReportFileError("--report-file needs a path")
-        real = Path(os.path.realpath(path))
-        if real == Path("/proc") or Path("/proc") in real.parents:
-            raise ReportFileError(f"{path}: refusing to write a report under /proc")
-        try:
-            st = os.stat(real)
-        except FileNotFoundError:
-            st = None
-        except OSError as exc:
-            raise ReportFileError(f"{path}: cannot use as report file: {_reason(exc)}") from exc
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise ReportFileError(f"{path}: report file target is {kind}; give a file path")
-        if not real.parent.is_dir():
-            raise ReportFileError(f"{path}: folder {real.parent} does not exist")
-        return real
 
     def _lock(self) -> int:
         lock_path = f"{self.target}.lock"
@@ -152,6 +133,17 @@ class ReportFile:
                 f"(lock {lock_path} is held); use a different --report-file"
             ) from None
         return fd
+
+    def _remove_debris(self) -> None:
+        """V7: temp files a dead proxy left beside this report (we hold the lock, so no live
+        proxy writes them; only those whose pid is gone are removed all the same)."""
+        pattern = re.compile(re.escape(self.target.name) + r"\.(\d+)\.[0-9a-f]+\.tmp")
+        with contextlib.suppress(OSError), os.scandir(self.target.parent) as entries:
+            for entry in entries:
+                found = pattern.fullmatch(entry.name)
+                if found and not _alive(int(found.group(1))):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
 
     def release(self) -> None:
         """Drop the advisory lock (the lock file stays: removing it would race a waiter)."""
@@ -193,7 +185,7 @@ class ReportFile:
             raise ReportFileError(f"{self.requested}: cannot write report: {_reason(exc)}") from exc
 
     def _fresh(self) -> tuple[int, str]:
-        tmp = f"{self.target}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+        tmp = str(self.target.parent / temp_name(self.target))
         try:
             fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         except OSError as exc:

@@ -32,7 +32,6 @@ from harness.benchmark.run import (
     play_run,
     run_benchmark,
 )
-from harness.errors import ReportFileError
 
 # About a second of work at ~0.5 ms per run: below this a progress line would only flicker.
 PROGRESS_MIN_RUNS = 2000
@@ -66,7 +65,7 @@ def main(
 ) -> int:
     """Run the self-test and print it; 0 iff every run got its expected verdict (B1).
 
-    Bad options raise UsageError and an unwritable report file ReportFileError, each with a
+    Bad options raise UsageError and an unwritable report file OutputFileError, each with a
     one-line message for the command line.
     """
     chosen, run_count, jitter_ms = parse_options(scenarios, runs, jitter)
@@ -75,9 +74,6 @@ def main(
         result = run_benchmark(chosen, run_count, jitter_ms, agents, progress)
     finally:
         progress.close()
-    try:
-        write_json_atomically(report_path, report_dict(result))
-    except OSError as exc:
-        raise ReportFileError(f"cannot write {report_path}: {exc.strerror or exc}") from exc
+    write_json_atomically(report_path, report_dict(result))  # OutputFileError: one line
     echo(render(result, report_path))
     return 0 if result.passed else 1

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness import CERTIFICATION, __version__, jsonutil
-from harness.atomicfile import write_atomically
 from harness.benchmark.run import BENCHMARK_RETRY_AFTER_S, AgentResult, BenchmarkResult
 from harness.judge import FAIL
+from harness.outfile import write_file
 from harness.render import score_table
 
 REPORT_PATH = Path(".agent-harness") / "benchmark-report.json"
@@ -142,8 +142,8 @@ def report_dict(result: BenchmarkResult) -> dict[str, Any]:
 
 
 def write_json_atomically(path: Path, data: Any) -> None:
-    """Write JSON (one line and a newline) atomically."""
-    write_atomically(path, jsonutil.dumps(data) + "\n")
+    """Write JSON (one line and a newline) atomically, under the V1 rules (OutputFileError)."""
+    write_file(path, jsonutil.dumps(data) + "\n", "report file")
 
 
 class ProgressLine:

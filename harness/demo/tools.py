@@ -14,7 +14,7 @@ from typing import Any
 from harness import CERTIFICATION, __version__, jsonutil
 from harness.benchmark.output import write_json_atomically
 from harness.demo.sessions import NOTICE, DemoSession, SessionStore, tool_result
-from harness.errors import UsageError
+from harness.errors import OutputFileError, UsageError
 from harness.faults import MAX_RETRY_AFTER_S, PlanConfig
 from harness.render import judgement_markdown
 
@@ -242,8 +242,8 @@ class Demo:
         try:
             write_json_atomically(AUDIT_PATH, audit)
             written = f"written to {AUDIT_PATH}"
-        except OSError as exc:  # the report itself is still worth giving
-            written = f"could not write {AUDIT_PATH}: {exc.strerror or exc}"
+        except OutputFileError as exc:  # the report itself is still worth giving
+            written = f"could not write it: {exc}"
         if args.get("format") == "markdown":
             return tool_result(f"{NOTICE}\n\n{judgement_markdown(j)}\n\nAudit file: {written}")
         return _answer({**audit, "auditFile": written})

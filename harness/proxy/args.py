@@ -443,6 +443,6 @@ def help_text() -> str:
         "      Show this help and exit.",
         "",
         "Exit codes: 0 normal end (read the verdict from --report-file), 1 bad arguments, an",
-        "upstream that did not start, or a report file that could not be written.",
+        "upstream that did not start, or a report file or event log that could not be written.",
     ]
     return "\n".join(lines)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.outfile import write_file
 from harness.proxy.args import ProxyConfig, proxy_argv
 
 # An MCP server over the SDK's (read_stream, write_stream) pair, e.g. `server.run(read, write,
@@ -80,4 +81,4 @@ async def in_process_proxy(
             task.cancel()
         await asyncio.gather(proxy_task, upstream_task, return_exceptions=True)
         if session.ended and config.report_file is not None:
-            Path(config.report_file).write_text(session.report_file_text("finished"))
+            write_file(config.report_file, session.report_file_text("finished"), "report file")

@@ -9,43 +9,78 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, TextIO
+from typing import Any
 
 from harness import __version__
-from harness.errors import ConfigError, ReportFileError, UpstreamError, UsageError
+from harness.errors import (
+    ConfigError,
+    OutputFileError,
+    ReportFileError,
+    UpstreamError,
+    UsageError,
+)
 from harness.events import _Event, to_json
 from harness.http import headers as http_headers
+from harness.outfile import Target, open_append, resolve, same_file
 from harness.proxy.args import ProxyConfig, help_text, parse
 from harness.proxy.router import Proxy
 from harness.reportfile import ReportFile
 from harness.session import Session
+from harness.textsafe import terminal
 from harness.transport import UpstreamProcess, stdio_lines
 
 Upstream = Any  # an UpstreamProcess or an HttpUpstream: reader, writer, describe_exit, close
 
 
 def log(message: str) -> None:
-    """One line on stderr, prefixed so it stands out among the upstream's own output."""
+    """One line on stderr, prefixed so it stands out among the upstream's own output; what
+    the upstream said in it (tool names, errors) cannot drive the terminal (V6)."""
     with contextlib.suppress(OSError):
-        print(f"[agent-harness] {message}", file=sys.stderr, flush=True)
+        print(f"[agent-harness] {terminal(message)}", file=sys.stderr, flush=True)
 
 
 class _EventLogFile:
-    """Appends every event as a JSON line, flushed at once (a killed proxy loses nothing)."""
+    """Appends every event as a JSON line, written at once (a killed proxy loses nothing).
+
+    A write that fails (a full disk) is treated like a failed report-file write (O4): the
+    half-written line is cut off again, the proxy is stopped through `on_failure`, and this
+    sink raises from then on, so no call that records an event after it gets an answer.
+    """
 
     def __init__(self, path: str) -> None:
+        self.path = path
         try:
-            self.handle: TextIO = open(path, "a", encoding="utf-8")  # noqa: SIM115
-        except OSError as exc:
-            raise ReportFileError(f"{path}: cannot open event log: {exc.strerror or exc}") from exc
+            self.fd = open_append(path, "event log")  # V1
+        except OutputFileError as exc:
+            raise ReportFileError(str(exc)) from None
+        self.size = os.fstat(self.fd).st_size  # the end of the last whole line
+        self.failed: ReportFileError | None = None
+        self.on_failure: Callable[[ReportFileError], None] = lambda exc: None
 
     def __call__(self, event: _Event) -> None:
-        self.handle.write(to_json(event) + "\n")
-        self.handle.flush()
+        if self.failed is None:
+            # A lone surrogate in a string becomes its JSON escape: the line stays UTF-8.
+            line = (to_json(event) + "\n").encode("utf-8", "backslashreplace")
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(self.fd, view) :]
+                self.size += len(line)
+                return
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self.fd, self.size)
+                self.failed = ReportFileError(
+                    f"{self.path}: cannot write the event log: {exc.strerror or exc}"
+                )
+                self.on_failure(self.failed)
+        raise self.failed
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.handle.close()
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
 
 
 def main(argv: list[str]) -> int:
@@ -73,17 +108,22 @@ async def serve(config: ProxyConfig) -> int:
     report: ReportFile | None = None
     event_log: _EventLogFile | None = None
     try:
+        checked = _check_outputs(config)
         if config.report_file is not None:
-            report = ReportFile(config.report_file)
+            report = ReportFile(config.report_file, checked)
             report.write_starting()
         if config.event_log is not None:
             event_log = _EventLogFile(config.event_log)
+        session = Session(
+            config.classifier, config.plan, kind="proxy", sinks=[event_log] if event_log else []
+        )
     except ReportFileError as exc:
+        if report is not None:
+            report.release()
+        if event_log is not None:
+            event_log.close()
         log(f"ERROR: {exc}")
         return 1
-    session = Session(
-        config.classifier, config.plan, kind="proxy", sinks=[event_log] if event_log else []
-    )
     try:
         open_upstream = upstream_opener(config)
         upstream = await open_upstream()
@@ -107,6 +147,8 @@ async def serve(config: ProxyConfig) -> int:
         log=log,
         describe_upstream_exit=upstream.describe_exit,
     )
+    if event_log is not None:
+        event_log.on_failure = lambda exc: _stop_for(proxy, exc)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, proxy.stop, f"received {signal.Signals(sig).name}")
@@ -159,6 +201,28 @@ def upstream_opener(config: ProxyConfig) -> Callable[[], Awaitable[Upstream]]:
         return await HttpUpstream.start(url, auth, max_bytes=config.max_message_bytes, log=log)
 
     return connect
+
+
+def _check_outputs(config: ProxyConfig) -> Target | None:
+    """V1 for both files; the same file for both is refused (the log would be lost)."""
+    try:
+        report = resolve(config.report_file, "report file") if config.report_file else None
+        events = resolve(config.event_log, "event log") if config.event_log else None
+    except OutputFileError as exc:
+        raise ReportFileError(str(exc)) from None
+    if report is not None and events is not None and same_file(report, events):
+        raise ReportFileError(
+            f"--report-file {config.report_file} and --event-log {config.event_log} are the "
+            "same file; give two different paths"
+        )
+    return report
+
+
+def _stop_for(proxy: Proxy, exc: ReportFileError) -> None:
+    # As the router does for a failed report write: fatal, so run() raises it and main exits 1.
+    if proxy.fatal is None:
+        proxy.fatal = exc
+    proxy.stop("the event log could not be written")
 
 
 def _startup_failed(

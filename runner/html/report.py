@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from harness.atomicfile import write_atomically
+from harness.outfile import write_file
 from runner.analysis import analyse
 from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS
 from runner.html.markdown import render_markdown
@@ -22,13 +22,12 @@ def write_report(
     fmt: ReportFormat = "html",
     experiment: Experiments = None,
     max_detail_runs: int = DEFAULT_MAX_DETAIL_RUNS,
-) -> Path:
-    """Analyse the store at db_path (read-only) and write an HTML or Markdown report."""
+) -> Path | None:
+    """Analyse the store at db_path (read-only) and write an HTML or Markdown report (V1: one
+    writer; `-` is standard output); return the file written, None for standard output."""
     if fmt not in ("html", "md"):
         raise ValueError(f"unknown report format {fmt!r}: use html or md")
     with Store.open(db_path, read_only=True) as store:
         analysis = analyse(store, experiment, max_detail_runs=max_detail_runs)
     text = render_html(analysis) if fmt == "html" else render_markdown(analysis)
-    out = Path(out_path)
-    write_atomically(out, text)
-    return out
+    return write_file(out_path, text, "report")

@@ -11,6 +11,8 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from harness.errors import InputFileError
+from harness.infile import MB, read_text
 from runner.spec._base import SpecError
 from runner.spec._checks import Problem, check
 from runner.spec._experiment import ExperimentSpec
@@ -22,18 +24,28 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 Located = tuple[int, str, str]  # line, field path, message
 
 
-def _parse(path: Path, shown: str) -> tuple[Node, Any, list[Located]]:
+MAX_SPEC_BYTES = 4 * MB  # V4: a spec, prompts inlined, is far smaller
+MAX_TEXT_FILE_BYTES = 4 * MB  # a prompt or patch file
+
+
+def read_spec_text(path: Path) -> str:
+    """The spec file's text, read by the one bounded reader (V4); SpecError on failure."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{shown}: no such file") from None
-    except IsADirectoryError:
-        raise SpecError(f"{shown}: is a directory, not a spec file") from None
-    except UnicodeDecodeError:
-        raise SpecError(f"{shown}: not UTF-8 text") from None
-    except OSError as exc:
-        raise SpecError(f"{shown}: cannot read: {exc.strerror or exc}") from None
-    loader = yaml.SafeLoader(text)
+        return read_text(path, "spec file", MAX_SPEC_BYTES)
+    except InputFileError as exc:
+        raise SpecError(str(exc)) from None
+
+
+def _parse(path: Path, shown: str, text: str | None) -> tuple[Node, Any, list[Located]]:
+    text = read_spec_text(path) if text is None else text
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # a control character: the reader checks at once
+        line = text.count("\n", 0, exc.position) + 1
+        raise SpecError(
+            f"{shown}:{line}: control character U+{exc.character:04X} is not allowed in YAML "
+            "(inside double quotes, write it as an escape such as \\t)"
+        ) from None
     try:
         root = loader.get_single_node()
         if root is None:
@@ -104,15 +116,9 @@ def _alias(data: dict[str, Any]) -> Problem | None:
 def _read(base: Path, file: str, loc: Loc, what: str) -> tuple[str | None, Problem | None]:
     target = base / file
     try:
-        return target.read_text(encoding="utf-8"), None
-    except FileNotFoundError:
-        return None, (loc, f"{what} file not found: {target}")
-    except IsADirectoryError:
-        return None, (loc, f"{what} file is a directory: {target}")
-    except UnicodeDecodeError:
-        return None, (loc, f"{what} file is not UTF-8 text: {target}")
-    except OSError as exc:
-        return None, (loc, f"cannot read {what} file {target}: {exc.strerror or exc}")
+        return read_text(target, f"{what} file", MAX_TEXT_FILE_BYTES), None
+    except InputFileError as exc:  # V4: missing, not a regular file, too large, not UTF-8
+        return None, (loc, str(exc))
 
 
 def _with_files(spec: ExperimentSpec, base: Path) -> tuple[ExperimentSpec, list[Problem]]:
@@ -178,11 +184,12 @@ def _render(shown: str, problems: list[Located]) -> str:
     return "\n".join(lines)
 
 
-def load_spec(path: str | Path) -> ExperimentSpec:
-    """Read, validate and freeze an experiment spec; SpecError with one line per problem."""
+def load_spec(path: str | Path, text: str | None = None) -> ExperimentSpec:
+    """Read, validate and freeze an experiment spec; SpecError with one line per problem.
+    `text`: the file's content when the caller has read it already."""
     path = Path(path)
     shown = str(path)
-    root, data, located = _parse(path, shown)
+    root, data, located = _parse(path, shown, text)
     if not isinstance(data, dict):
         raise SpecError(
             f"{shown}:{root.start_mark.line + 1}: the spec must be a mapping "

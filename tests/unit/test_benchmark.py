@@ -25,7 +25,7 @@ from harness.benchmark import (
 from harness.benchmark.agents import play_naive
 from harness.benchmark.output import ProgressLine
 from harness.benchmark.run import BENCHMARK_RETRY_AFTER_S, MAX_JITTER_MS
-from harness.errors import ReportFileError, UsageError
+from harness.errors import OutputFileError, UsageError
 from runner.cli import app
 
 ALL = ["F1", "F2", "F3", "F4", "F5"]
@@ -286,7 +286,7 @@ def test_b1_a_broken_careful_agent_fails_the_self_test(in_tmp):  # B1
 
 def test_b1_an_unwritable_report_file_is_an_error(in_tmp):  # B3
     (in_tmp / "blocker").write_text("a file where a folder should be")
-    with pytest.raises(ReportFileError, match="cannot write"):
+    with pytest.raises(OutputFileError, match="blocker is not a folder"):
         main(report_path=in_tmp / "blocker" / "report.json", echo=lambda _: None)
 
 

@@ -83,5 +83,5 @@ def test_a_newer_log_version_is_refused_with_advice(tmp_path):
 
 
 def test_a_missing_log_is_one_clear_error(tmp_path):
-    with pytest.raises(EventLogError, match="cannot read event log"):
+    with pytest.raises(EventLogError, match="missing.jsonl: no such file"):
         list(read_jsonl(tmp_path / "missing.jsonl"))

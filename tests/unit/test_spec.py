@@ -299,13 +299,13 @@ ERROR_CASES = [
         "prompt file missing",
         spec_text(prompts="\n  - name: p\n    file: nowhere.txt  " + MARK),
         "prompts[0].file",
-        "prompt file not found",
+        "nowhere.txt: no such file",
     ),
     (
         "patch file missing",
         spec_text(patches="\n  - none\n  - {name: fix, file: fix.md}  " + MARK),
         "patches[1].file",
-        "patch file not found",
+        "fix.md: no such file",
     ),
     (
         "prompt as a plain string",
