@@ -9,6 +9,7 @@ the proxy and the upstream can also be hosted in this process over memory stream
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -113,9 +114,12 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
         workdir / "events.jsonl",
         workdir / "proxy.stderr",
     )
-    argv = proxy_command(target.proxy_config(report, events))
+    # The upstream's env goes in through the proxy's own environment (which the upstream
+    # inherits, X2), not its command line: any local user can read a command line (V3).
+    argv = proxy_command(dataclasses.replace(target.proxy_config(report, events), upstream_env={}))
     params = StdioServerParameters(
-        command=argv[0], args=argv[1:], env=dict(os.environ), cwd=str(workdir)
+        command=argv[0], args=argv[1:], env={**os.environ, **target.upstream_env},
+        cwd=str(workdir),
     )
     sent: dict[str, str | None] = {}
     with stderr_path.open("w") as errlog:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -12,7 +14,10 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from harness.errors import OutputFileError
+from harness.outfile import kind_of, resolve
 from runner.records import RunRecord
+from runner.redact import Redactor
 from runner.store import migrations, schema
 from runner.store.errors import StoreError, StoreOpenError
 from runner.store.rows import child_tables, runs_table, utc_naive
@@ -33,15 +38,20 @@ def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Open the file, turning every way this can fail into one StoreOpenError line."""
     if path.is_dir():
         raise StoreOpenError(f"run store {path} is a folder, not a DuckDB file")
-    if read_only and not path.exists():
-        raise StoreOpenError(f"run store {path} does not exist")
-    if not read_only:
+    if read_only:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise StoreOpenError(f"run store {path} does not exist") from None
         except OSError as err:
-            raise StoreOpenError(
-                f"cannot create the folder for run store {path}: {err.strerror or err}"
-            ) from err
+            raise StoreOpenError(f"cannot open run store {path}: {err.strerror or err}") from err
+        if not stat.S_ISREG(st.st_mode):  # V4: a FIFO or a device is no store
+            raise StoreOpenError(f"run store {path} is {kind_of(st.st_mode)}, not a DuckDB file")
+    else:
+        try:  # V1: what the store writes is a regular file; its folders are made here
+            resolve(path, "run store", make_folders=True)
+        except OutputFileError as err:
+            raise StoreOpenError(str(err)) from None
     try:
         return duckdb.connect(str(path), read_only=read_only)
     except duckdb.Error as err:
@@ -68,13 +78,22 @@ def _experiment_filter(experiment: Experiments, column: str = "experiment") -> t
 class Store:
     """A DuckDB run store. Use `Store.open(path)`; one writing process per file."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, read_only: bool) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, path: Path, read_only: bool,
+        redactor: Redactor | None = None,
+    ) -> None:
         self._con = con
         self.path = path
         self.read_only = read_only
+        # V3: the one redaction step; everything written passes it (the spec's own secrets
+        # are known when the caller passes Redactor.for_spec_text).
+        self.redactor = redactor or Redactor()
 
     @classmethod
-    def open(cls, path: str | Path = DEFAULT_PATH, *, read_only: bool = False) -> Store:
+    def open(
+        cls, path: str | Path = DEFAULT_PATH, *, read_only: bool = False,
+        redactor: Redactor | None = None,
+    ) -> Store:
         """Open (and create or migrate) the store at path.
 
         read_only changes no run data; a store made by an older agent-harness is upgraded to
@@ -98,7 +117,7 @@ class Store:
         except duckdb.Error as err:
             con.close()
             raise StoreOpenError(f"cannot read run store {path}: {_first_line(err)}") from err
-        return cls(con, path, read_only)
+        return cls(con, path, read_only, redactor)
 
     def close(self) -> None:
         """Close the connection; the store object is unusable afterwards."""
@@ -127,6 +146,8 @@ class Store:
     ) -> None:
         """Record that an experiment (re)started: keep its first start, update spec and last."""
         moment = utc_naive(started_at or datetime.now(UTC))
+        if spec_text is not None:
+            spec_text = self.redactor.spec_text(spec_text)
         try:
             self._con.execute(
                 """
@@ -147,7 +168,7 @@ class Store:
 
     def save_runs(self, records: Iterable[RunRecord]) -> None:
         """Store a batch of runs in one transaction; within the batch the last of an id wins."""
-        by_id = {r.run_id: r for r in records}
+        by_id = {r.run_id: self.redactor.record(r) for r in records}
         if not by_id:
             return
         batch = list(by_id.values())

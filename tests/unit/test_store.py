@@ -163,7 +163,7 @@ def test_an_unwritable_path_is_a_clear_error(tmp_path):  # R5
     blocker = tmp_path / "file"
     blocker.write_text("x")
     # The parent "folder" is a regular file: no user, root included, can create the store.
-    with pytest.raises(StoreOpenError, match="cannot create the folder"):
+    with pytest.raises(StoreOpenError, match="file is not a folder"):
         Store.open(blocker / "sub" / "runs.duckdb")
 
 

@@ -1,0 +1,228 @@
+"""One redaction step before anything is stored (SPEC V3).
+
+What the runner stores (run rows, the spec text) is read later by people, reports, CI logs
+and pull-request comments, so secrets are taken out on the way in, in `Store`, once:
+
+- by place: model parameters whose name says secret (`api_key`, `extra_headers.Authorization`,
+  `aws_secret_access_key`, ...), every value of an upstream's `env`, the value of an upstream
+  argument after a flag such as `--token`, and the user and password of every URL
+  (`https://user:pass@host`); in the spec text, the YAML source of such a value is replaced.
+  A litellm reference `os.environ/NAME` is no secret and is kept as it is;
+- by value: every secret found so, every value of an environment variable that such a
+  reference names, and every value of this process's environment variables whose name says
+  secret (at least 8 characters each), wherever it appears in any stored text: transcripts,
+  error messages, reports;
+- by pattern: `Authorization: ...` and `Bearer ...` credentials and URL user info in any
+  stored text.
+
+Shorter values (an env value "1") are redacted where they stand, not searched for elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from runner.records import RunRecord
+
+REDACTED = "[REDACTED]"
+MIN_SEARCHED = 8  # a known secret shorter than this is not searched for in free text
+ENV_REFERENCE = re.compile(r"os\.environ/[A-Za-z_][A-Za-z0-9_]*")
+_SECRET_WORDS = frozenset(
+    "key apikey token secret secrets password passwd passphrase authorization auth "
+    "cookie credential credentials signature bearer".split()
+)
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"<>]+@")
+_BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{16,}")
+_AUTH_HEADER = re.compile(
+    r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)(?:[A-Za-z]+\s+)?[^\s\"',;}]+"
+)
+
+
+def secret_name(name: object) -> bool:
+    """Whether a parameter, header, flag or variable name says it holds a secret: one of its
+    words (split at separators and camelCase) is key, token, secret, password, auth, ..."""
+    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name))
+    return any(w.lower() in _SECRET_WORDS for w in re.split(r"[^A-Za-z0-9]+", text))
+
+
+def _url_secrets(text: str) -> list[str]:
+    """The user info of every URL in the text, and its password alone."""
+    found = []
+    for m in _URL_USERINFO.finditer(text):
+        userinfo = m.group()[len(m.group(1)) : -1]
+        found += [userinfo, userinfo.partition(":")[2]]
+    return [s for s in found if s]
+
+
+class Redactor:
+    """Scrubs secrets out of what is about to be stored; `for_spec_text` knows a spec's."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        secrets = list(secrets)
+        # "Bearer sk-..." is found as a whole and as its token alone.
+        words = {w for s in secrets for w in s.split()}
+        known = {s for s in {*secrets, *words} if len(s) >= MIN_SEARCHED}
+        known |= _environment_secrets()
+        # Longest first: a secret that contains another is replaced whole.
+        self.secrets = sorted(known, key=len, reverse=True)
+
+    @classmethod
+    def for_spec_text(cls, text: str) -> Redactor:
+        """A redactor that also knows every secret the spec holds or refers to."""
+        found = _SpecWalk(text).secrets
+        for ref in ENV_REFERENCE.findall(text):
+            value = os.environ.get(ref.removeprefix("os.environ/"))
+            if value:
+                found.add(value)
+        return cls(found)
+
+    def text(self, value: str) -> str:
+        """Free text with every known secret, URL credential and Bearer token replaced."""
+        for secret in self.secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        if "://" in value:
+            value = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", value)
+        value = _BEARER.sub(lambda m: f"{m.group(1)}{REDACTED}", value)
+        return _AUTH_HEADER.sub(lambda m: f"{m.group(1)}{REDACTED}", value)
+
+    def params(self, value: Any, secret: bool = False) -> Any:
+        """Model parameters with secret-named entries redacted (references kept)."""
+        if isinstance(value, dict):
+            return {k: self.params(v, secret or secret_name(k)) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.params(v, secret) for v in value]
+        if isinstance(value, str):
+            if ENV_REFERENCE.fullmatch(value):
+                return value
+            return REDACTED if secret else self.text(value)
+        return REDACTED if secret and value is not None else value
+
+    def spec_text(self, text: str) -> str:
+        """The spec's YAML with every secret's source replaced, comments and layout kept."""
+        return self.text(_SpecWalk(text).redacted())
+
+    def record(self, record: RunRecord) -> RunRecord:
+        """The run record as it may be stored."""
+        updated = _scrubbed(record, self.text)
+        params = json.loads(record.model_params_json or "{}")
+        clean = json.dumps(self.params(params), sort_keys=True, default=str)
+        if clean != record.model_params_json:
+            updated = updated.model_copy(update={"model_params_json": clean})
+        return updated
+
+
+def _scrubbed(model: BaseModel, scrub: Any) -> Any:
+    """A copy of a pydantic model with `scrub` applied to every string inside (only when
+    something changes, so the usual record is not copied)."""
+    changes: dict[str, Any] = {}
+    for name, value in model:
+        if isinstance(value, str):
+            clean = scrub(value)
+            if clean != value:
+                changes[name] = clean
+        elif isinstance(value, list) and value and isinstance(value[0], BaseModel):
+            items = [_scrubbed(item, scrub) for item in value]
+            if any(a is not b for a, b in zip(items, value, strict=True)):
+                changes[name] = items
+    return model.model_copy(update=changes) if changes else model
+
+
+def _environment_secrets() -> set[str]:
+    return {
+        value
+        for name, value in os.environ.items()
+        if len(value) >= MIN_SEARCHED and secret_name(name)
+    }
+
+
+class _SpecWalk:
+    """The spec's YAML nodes: which scalars are secrets (by place), and their spans."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.spans: dict[int, tuple[int, int, str]] = {}  # node id -> (start, end, replacement)
+        self.secrets: set[str] = set()
+        try:
+            root = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.YAMLError:
+            root = None  # not a spec that loads; the text scrub still applies
+        if root is not None:
+            self._walk(root, (), False, set())
+
+    def _walk(self, node: Node, path: tuple[str | int, ...], secret: bool, seen: set[int]) -> None:
+        if id(node) in seen:  # an alias inside itself
+            return
+        if isinstance(node, ScalarNode):
+            if secret:
+                self._redact(node)
+            elif _url_secrets(node.value):
+                self.secrets.update(_url_secrets(node.value))
+                self._replace(node, _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@",
+                                                      node.value))
+            return
+        seen = seen | {id(node)}
+        if isinstance(node, MappingNode):
+            for key, value in node.value:
+                name = key.value if isinstance(key, ScalarNode) else "?"
+                inner = (*path, name)
+                hides = secret or _secret_place(inner)
+                self._walk(value, inner, hides, seen)
+        elif isinstance(node, SequenceNode):
+            after_flag = False
+            for i, item in enumerate(node.value):
+                inner = (*path, i)
+                hides = secret or (_is_args(path) and after_flag)
+                after_flag = False
+                if _is_args(path) and isinstance(item, ScalarNode):
+                    flag, eq, value = item.value.partition("=")
+                    if flag.startswith("-") and secret_name(flag):
+                        if eq:
+                            self.secrets.add(value)
+                            self._replace(item, f"{flag}={REDACTED}")
+                            continue
+                        after_flag = True
+                self._walk(item, inner, hides, seen)
+
+    def _redact(self, node: ScalarNode) -> None:
+        if node.tag == "tag:yaml.org,2002:null" or ENV_REFERENCE.fullmatch(node.value):
+            return
+        self.secrets.add(node.value)
+        self._replace(node, REDACTED)
+
+    def _replace(self, node: ScalarNode, value: str) -> None:
+        start, end = node.start_mark.index, node.end_mark.index
+        source = self.text[start:end]
+        # The node starts at its anchor or tag (`&key`, `!!str`): they stay, so do the line
+        # ends of a block scalar.
+        head = _PROPERTIES.match(source)
+        kept = source[len(source.rstrip("\n")) :]
+        self.spans[id(node)] = (start, end, head.group() + json.dumps(value) + kept)
+
+    def redacted(self) -> str:
+        out = self.text
+        for start, end, replacement in sorted(self.spans.values(), reverse=True):
+            out = out[:start] + replacement + out[end:]
+        return out
+
+
+_PROPERTIES = re.compile(r"(?:[&!]\S*\s+)*")
+
+
+def _is_args(path: tuple[str | int, ...]) -> bool:
+    return len(path) == 3 and path[0] == "upstreams" and path[2] == "args"
+
+
+def _secret_place(path: tuple[str | int, ...]) -> bool:
+    """models[i].params.<secret name>..., upstreams[i].env.<any>."""
+    if len(path) >= 4 and path[0] == "models" and path[2] == "params":
+        return any(secret_name(p) for p in path[3:] if isinstance(p, str))
+    return len(path) == 4 and path[0] == "upstreams" and path[2] == "env"
