@@ -37,7 +37,10 @@ def judge_command(
         ReportFormat, typer.Option("--format", help="json or md.")
     ] = ReportFormat.json,
 ) -> None:
-    """Judge a recorded event log again and print its report, score and patches."""
+    """Judge a recorded event log again and print its report, score and patches.
+
+    Exit codes: 0 judged (whatever the verdict); 1 an unreadable or invalid event log.
+    """
     from harness.events import read_jsonl
     from harness.judge import judge_events
     from harness.render import judgement_markdown
@@ -85,7 +88,10 @@ def benchmark_command(
         typer.Option("--jitter", metavar="MS", help="Random think time before each call, 0-60000."),
     ] = "0",
 ) -> None:
-    """Self-test: two reference agents against a simulated backend (exit 0 iff judged as expected)."""
+    """Self-test: two reference agents against a simulated backend.
+
+    Exit codes: 0 every run got its expected verdict; 1 otherwise, or bad options, or an unwritable report file.
+    """
     from harness.benchmark import main as benchmark_main
 
     try:

@@ -59,7 +59,10 @@ def run_command(
         ),
     ] = None,
 ) -> None:
-    """Run an experiment: every cell of the matrix, each run judged by the proxy, stored in DuckDB."""
+    """Run an experiment: every cell of the matrix, each run judged by the proxy, stored in DuckDB.
+
+    Exit codes: 0 every selected run ran (whatever its verdict); 1 bad input (flags, spec, files, an --only that selects no run); 3 a run failed to run or was not run (every finished run is stored); 130 interrupted.
+    """
     from runner.run_command import run_experiment
 
     raise typer.Exit(
@@ -87,7 +90,10 @@ def report_command(
         "reports/runs.duckdb"
     ),
     out: Annotated[
-        Path | None, typer.Option("-o", "--out", help="Output file (default reports/NAME.html).")
+        Path | None,
+        typer.Option(
+            "-o", "--out", help="Output file (default reports/NAME.html); - for standard output."
+        ),
     ] = None,
     fmt: Annotated[
         str,
@@ -104,7 +110,10 @@ def report_command(
         int, typer.Option("--max-detail-runs", min=0, help="Runs shown in full in the drill-down.")
     ] = 200,
 ) -> None:
-    """Render the stored runs as one static HTML page (or Markdown): tables, charts, every run."""
+    """Render the stored runs as one static HTML page (or Markdown): tables, charts, every run.
+
+    Exit codes: 0 written; 1 bad input (flags, store, output path).
+    """
     from runner.report_commands import report
 
     raise typer.Exit(report(db, out, fmt, experiment, max_detail_runs))
@@ -179,7 +188,10 @@ def sweep_command(
     ] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, max=256)] = None,
 ) -> None:
-    """Regression sweep: run (resumably), compare duplicate rates with a baseline; exit 2 on a regression."""
+    """Regression sweep: run (resumably), compare duplicate rates with a baseline.
+
+    Exit codes: 0 every run ran and no group regressed; 1 bad input; 2 a group's duplicate rate rose above its baseline interval; 3 a run failed to run or was not run (no claim of "no regression" then; JUnit shows those groups as errors); 130 interrupted.
+    """
     from runner.report_commands import sweep
 
     raise typer.Exit(sweep(spec, baseline, db, junit, out, export_baseline, concurrency))

@@ -29,6 +29,8 @@ from typing import Literal
 import polars as pl
 from pydantic import BaseModel, ValidationError
 
+from harness.errors import InputFileError
+from harness.infile import MB, read_text
 from runner.analysis.cells import RUN_COLUMNS
 from runner.analysis.model import CELL_KEYS, Count
 from runner.analysis.stats import wilson_exprs
@@ -36,6 +38,7 @@ from runner.store import Store, StoreError
 from runner.store.rows import utc_naive
 from runner.store.store import Experiments
 
+MAX_BASELINE_BYTES = 64 * MB
 SUMMARY_FORMAT = "agent-harness-summary"
 SUMMARY_VERSION = 1
 
@@ -119,10 +122,11 @@ def load_summary(path: str | Path, experiment: Experiments = None) -> Summary:
     """A baseline from a summary JSON file or from a run store file."""
     path = Path(path)
     if path.suffix.lower() == ".json":
-        try:
-            return Summary.model_validate(json.loads(path.read_text(encoding="utf-8")))
-        except OSError as err:
-            raise StoreError(f"cannot read baseline {path}: {err.strerror or err}") from err
+        try:  # V4: the one bounded reader; InputFileError is one line
+            text = read_text(path, "baseline", MAX_BASELINE_BYTES)
+            return Summary.model_validate(json.loads(text))
+        except InputFileError as err:
+            raise StoreError(str(err)) from None
         except (ValueError, ValidationError) as err:
             first = str(err).splitlines()[0]
             raise StoreError(f"baseline {path} is not an agent-harness summary: {first}") from err
@@ -147,6 +151,9 @@ class GroupComparison:
 
     def describe(self) -> str:
         """What was compared, in one sentence."""
+        return self._compared() + self._failed()
+
+    def _compared(self) -> str:
         new = self.new.count
         new_text = f"{new.k} of {new.n}" + (f" ({new.rate:.0%})" if new.n else "")
         if self.baseline is None or not self.baseline.n:
@@ -156,6 +163,10 @@ class GroupComparison:
         verb = "above" if self.regressed else "within or below"
         return (f"duplicate runs {new_text}, {verb} the baseline's 95% interval {bounds} "
                 f"({base.k} of {base.n})")
+
+    def _failed(self) -> str:
+        errors = self.new.errors
+        return f"; {errors} of {self.new.runs} runs failed to run" if errors else ""
 
 
 @dataclass(frozen=True)
@@ -197,10 +208,15 @@ def compare(baseline: Summary, new: Summary) -> RegressionResult:
 
 
 def compare_to_baseline(
-    baseline_path: str | Path, db_path: str | Path, experiment: Experiments = None
+    baseline_path: str | Path | None, db_path: str | Path, experiment: Experiments = None
 ) -> RegressionResult:
-    """Load the baseline (JSON or DuckDB) and the new run store, and compare them."""
-    baseline = load_summary(baseline_path)
+    """Load the baseline (JSON or DuckDB) and the new run store, and compare them; without a
+    baseline every group is new (for JUnit: skipped, or an error where runs failed)."""
+    if baseline_path is None:
+        baseline = Summary(generated_at=utc_naive(datetime.now(UTC)), experiments=[],
+                           harness_versions=[], groups=[])
+    else:
+        baseline = load_summary(baseline_path)
     with Store.open(db_path, read_only=True) as store:
         new = summarise(store, experiment)
     return compare(baseline, new)
@@ -215,11 +231,14 @@ def _xml_safe(text: str) -> str:
 
 
 def junit_xml(result: RegressionResult, suite: str = "agent-harness regression") -> str:
-    """JUnit XML: one testcase per group, a failure element per regression."""
+    """JUnit XML: one testcase per group, a failure element per regression, an error element
+    per group where runs failed to run (V5), else skipped without a baseline."""
     failures = len(result.regressions)
-    skipped = sum(1 for g in result.groups if g.baseline is None or not g.baseline.n)
+    errors = sum(1 for g in result.groups if not g.regressed and g.new.errors)
+    skipped = sum(1 for g in result.groups if not g.regressed and not g.new.errors
+                  and (g.baseline is None or not g.baseline.n))
     attrs = {"name": suite, "tests": str(len(result.groups)), "failures": str(failures),
-             "errors": "0", "skipped": str(skipped)}
+             "errors": str(errors), "skipped": str(skipped)}
     root = ET.Element("testsuites", {k: v for k, v in attrs.items() if k != "skipped"})
     suite_el = ET.SubElement(root, "testsuite", attrs)
     for group in result.groups:
@@ -232,6 +251,10 @@ def junit_xml(result: RegressionResult, suite: str = "agent-harness regression")
             failure = ET.SubElement(case, "failure", {
                 "type": "DuplicateRateRegression", "message": _xml_safe(group.describe())})
             failure.text = _xml_safe(group.describe())
+        elif group.new.errors:
+            error = ET.SubElement(case, "error", {
+                "type": "RunsFailedToRun", "message": _xml_safe(group.describe())})
+            error.text = _xml_safe(group.describe())
         elif group.baseline is None or not group.baseline.n:
             ET.SubElement(case, "skipped", {"message": _xml_safe(group.describe())})
         else:

@@ -1,4 +1,8 @@
-"""`agent-harness report` and `agent-harness sweep` (R7, R8)."""
+"""`agent-harness report` and `agent-harness sweep` (R7, R8).
+
+Every file they write goes through the one writer (V1, harness.outfile); the experiment name
+that makes a default file name must be a plain name (V2). Exit codes as in run_command (V5).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,31 @@ import json
 import sys
 from pathlib import Path
 
-from harness.atomicfile import write_atomically
 from harness.errors import HarnessError
+from harness.outfile import STDOUT, resolve, write_file
+from harness.textsafe import terminal
+from runner.run_command import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_RUNS_FAILED,
+    execute,
+)
 
 
 def _error(command: str, message: str) -> int:
-    print(f"agent-harness {command}: error: {message}", file=sys.stderr)
-    return 1
+    print(f"agent-harness {command}: error: {terminal(message)}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def default_report_path(name: str, fmt: str) -> Path:
+    """reports/NAME.html (or .md); V2: NAME must be a plain name, never a path."""
+    from runner.spec import name_problem
+
+    problem = name_problem(name)
+    if problem:
+        raise HarnessError(f"experiment {name!r} cannot name a report file: {problem}")
+    return Path("reports") / f"{name}.{'html' if fmt == 'html' else 'md'}"
 
 
 def report(
@@ -20,24 +42,41 @@ def report(
 ) -> int:
     """Write the HTML (or Markdown) report of a run store; print where it went."""
     from runner.html.report import write_report
+    from runner.spec import name_problem
 
     if fmt not in ("html", "md"):
         return _error("report", f"--format must be html or md, got {fmt!r}")
+    if experiment is not None and (problem := name_problem(experiment)):
+        return _error("report", f"--experiment {experiment!r}: {problem}")
     if not db.exists():
         return _error(
             "report",
             f"{db}: no run store here (run an experiment first: agent-harness run SPEC --db {db})",
         )
-    if out is None:
-        out = Path("reports") / (f"{experiment or db.stem}.{'html' if fmt == 'html' else 'md'}")
     try:
+        target = out if out is not None else default_report_path(experiment or db.stem, fmt)
         path = write_report(
-            db, out, fmt=fmt, experiment=experiment, max_detail_runs=max_detail_runs
+            db, target, fmt=fmt, experiment=experiment, max_detail_runs=max_detail_runs
         )
-    except (HarnessError, OSError) as exc:
+    except HarnessError as exc:
         return _error("report", str(exc))
-    print(f"Report written to {path}")
-    return 0
+    if path is not None:  # not when it went to stdout: that is the report's alone
+        print(f"Report written to {target}")
+    return EXIT_OK
+
+
+def _check_outputs(**paths: Path | None) -> str | None:
+    """Before the sweep runs for minutes: every output path usable (V1), none of them `-`."""
+    for flag, path in paths.items():
+        if path is None:
+            continue
+        if str(path) == STDOUT:
+            return f"{flag} -: sweep prints its summary on standard output; give a file"
+        try:
+            resolve(path, flag, make_folders=True)
+        except HarnessError as exc:
+            return str(exc)
+    return None
 
 
 def sweep(
@@ -49,51 +88,64 @@ def sweep(
     export_baseline: Path | None,
     concurrency: int | None,
 ) -> int:
-    """Run (resumably), compare with the baseline, write JUnit + HTML; 2 on a regression."""
+    """Run (resumably), compare with the baseline, write JUnit + HTML.
+
+    2 on a regression; else 3 when a run failed to run (never "no regression" then)."""
     from runner.regression import compare_to_baseline, export_summary, junit_xml
-    from runner.run_command import run_experiment
-    from runner.spec import load_spec
 
     if baseline is not None and not baseline.exists():
         return _error(
             "sweep", f"{baseline}: baseline not found (a run store or an exported JSON summary)"
         )
-    code = run_experiment(
+    problem = _check_outputs(**{"--junit": junit, "-o": out, "--export-baseline": export_baseline})
+    if problem:
+        return _error("sweep", problem)
+    executed = execute(
         spec, db=db, concurrency=concurrency, resume=True, retry_errors=False, only=[],
-        dry_run=False, in_process=None,
+        dry_run=False, in_process=None, command="sweep",
     )  # fmt: skip
-    if code != 0:
-        return code
+    if isinstance(executed, int):
+        return executed
+    name = executed.spec.name
+    incomplete = not executed.complete
     try:
-        name = load_spec(spec).name
         if export_baseline is not None:
-            write_atomically(export_baseline, json.dumps(export_summary(db, name), indent=2) + "\n")
+            text = json.dumps(export_summary(db, name), indent=2) + "\n"
+            write_file(export_baseline, text, "baseline")
             print(f"Baseline summary written to {export_baseline}")
-        if report(db, out or Path("reports") / f"{name}.html", "html", name, 200) != 0:
-            return 1
+        if report(db, out or default_report_path(name, "html"), "html", name, 200) != 0:
+            return EXIT_ERROR
         if baseline is None:
             print("No --baseline given: nothing to compare with.")
-            return 0
-        result = compare_to_baseline(baseline, db, name)
-    except (HarnessError, OSError, ValueError) as exc:
+        result = compare_to_baseline(baseline, db, name)  # no baseline: every group new
+        if junit is not None:
+            write_file(junit, junit_xml(result), "JUnit XML file")
+            print(f"JUnit XML written to {junit}")
+    except (HarnessError, ValueError) as exc:
         return _error("sweep", str(exc))
-    if junit is not None:
-        write_atomically(junit, junit_xml(result))
-        print(f"JUnit XML written to {junit}")
-    for group in result.groups:
-        mark = "REGRESSION" if group.regressed else "ok"
-        print(f"{mark:>10}  {group.label}: {group.describe()}")
+    for group in result.groups if baseline is not None else []:
+        mark = "REGRESSION" if group.regressed else ("ERROR" if group.new.errors else "ok")
+        print(terminal(f"{mark:>10}  {group.label}: {group.describe()}"))
     for group in result.missing:
-        print(
+        print(terminal(
             f"{'missing':>10}  {group.model} | {group.upstream}, {group.conversation} | "
             f"{group.scenario} | patch {group.patch_arm}: in the baseline, not in this sweep"
-        )
+        ))  # fmt: skip
+    if baseline is None:
+        return EXIT_RUNS_FAILED if incomplete else EXIT_OK
     if result.regressed:
         print(
             f"{len(result.regressions)} group(s) regressed: their duplicate rate lies above "
             "the baseline's 95% interval.",
             file=sys.stderr,
         )
-        return 2
+        return EXIT_REGRESSION
+    if incomplete:  # V5: runs that did not run cannot show a regression, so none is claimed
+        print(
+            f"Not compared in full: {executed.failed + executed.not_run} of {executed.selected} "
+            "runs did not run (see above); no verdict on regressions.",
+            file=sys.stderr,
+        )
+        return EXIT_RUNS_FAILED
     print("No regression against the baseline.")
-    return 0
+    return EXIT_OK

@@ -1,17 +1,57 @@
-"""`agent-harness run`: load the spec, expand the matrix, run what is missing, summarise."""
+"""`agent-harness run`: load the spec, expand the matrix, run what is missing, summarise.
+
+Exit codes (V5; the same in `--help` and README): 0 every selected run ran (whatever its
+verdict), 1 bad input (flags, spec, files, a selection that matches no run), 3 a selected run
+failed to run or was not run (blocked `auto` arm, budget used up; every finished run is
+stored), 130 interrupted. `sweep` adds 2: a regression against the baseline.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
+from harness.textsafe import terminal
+
+if TYPE_CHECKING:
+    from runner.matrix import RunCell
+    from runner.spec import ExperimentSpec
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_REGRESSION = 2
+EXIT_RUNS_FAILED = 3
+EXIT_INTERRUPTED = 130
+SHOWN_ERRORS = 5
 
 
-def _error(message: str) -> int:
-    print(f"agent-harness run: error: {message}", file=sys.stderr)
-    return 1
+def _error(message: str, command: str = "run") -> int:
+    print(f"agent-harness {command}: error: {terminal(message)}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def say(line: str) -> None:
+    """A line for the user on stderr; names and errors in it cannot drive the terminal (V6)."""
+    print(terminal(line, lines=True), file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class Executed:
+    """What a finished `run` leaves for its caller (`run` itself, or `sweep`)."""
+
+    spec: ExperimentSpec
+    selected: int
+    failed: int  # selected runs stored with status=error
+    not_run: int  # selected runs with nothing stored (blocked, budget used up)
+
+    @property
+    def complete(self) -> bool:
+        """Every selected run ran (V5)."""
+        return not self.failed and not self.not_run
 
 
 def run_experiment(
@@ -26,78 +66,132 @@ def run_experiment(
     in_process: str | None,
 ) -> int:
     """The `run` command; returns its exit code (0 also when runs found duplicates)."""
+    outcome = execute(
+        spec_path, db=db, concurrency=concurrency, resume=resume, retry_errors=retry_errors,
+        only=only, dry_run=dry_run, in_process=in_process,
+    )  # fmt: skip
+    if isinstance(outcome, int):
+        return outcome
+    return EXIT_OK if outcome.complete else EXIT_RUNS_FAILED
+
+
+def execute(
+    spec_path: Path,
+    *,
+    db: Path,
+    concurrency: int | None,
+    resume: bool,
+    retry_errors: bool,
+    only: list[str],
+    dry_run: bool,
+    in_process: str | None,
+    command: str = "run",
+) -> Executed | int:
+    """Run the selected matrix; an exit code when it could not start or only listed it."""
     from runner.matrix import describe, expand, select
     from runner.spec import load_spec
+    from runner.spec._load import read_spec_text
 
     if in_process is not None and in_process not in ("auto", "always", "never"):
-        return _error(f"--in-process must be auto, always or never, got {in_process!r}")
+        return _error(f"--in-process must be auto, always or never, got {in_process!r}", command)
     try:
-        spec = load_spec(spec_path)
+        spec_text = read_spec_text(spec_path)  # V4; read once: what runs is what is stored
+        spec = load_spec(spec_path, text=spec_text)
         all_cells = expand(spec)
         cells = select(all_cells, only)
     except HarnessError as exc:
-        return _error(str(exc))
+        return _error(str(exc), command)
+    if not cells:  # V5: a selection that runs nothing is a mistake, and leaves no store behind
+        filters = " ".join(f"--only {f}" for f in only)
+        return _error(f"{filters} selects none of the {len(all_cells)} runs in the matrix", command)
     if dry_run:
-        print(describe(cells))
-        return 0
+        print(terminal(describe(cells), lines=True))
+        return EXIT_OK
     if in_process == "always" and any(c.upstream.builtin is None for c in cells):
-        return _error("--in-process always works only with built-in upstreams")
+        return _error("--in-process always works only with built-in upstreams", command)
 
     from runner.agent.scripted import register_scripted_provider
-    from runner.execute import run_sweep
+    from runner.redact import Redactor
     from runner.store import Store, StoreError
-    from runner.terminal import ProgressLine, summary_table
 
     # Importing litellm takes seconds: here, not inside the first runs, where it would stall
     # the event loop (and its in-process proxies) and eat into their run_timeout_s.
     register_scripted_provider()
 
     try:
-        store = Store.open(db)
+        store = Store.open(db, redactor=Redactor.for_spec_text(spec_text))  # V3
     except StoreError as exc:
-        return _error(str(exc))
+        return _error(str(exc), command)
     try:
-        store.save_experiment(spec.name, str(spec_path), spec_path.read_text(encoding="utf-8"))
-        print(
-            f"Experiment {spec.name}: {len(cells)} runs in the matrix"
-            + (f" (of {len(all_cells)}, filtered)" if len(cells) != len(all_cells) else "")
-            + f"; storing in {db}",
-            file=sys.stderr,
-        )
-        try:
-            result = asyncio.run(
-                run_sweep(
-                    spec, cells, store, all_cells=all_cells, concurrency=concurrency, resume=resume,
-                    retry_errors=retry_errors, in_process=in_process, on_progress=ProgressLine(),
-                )
-            )  # fmt: skip
-        except KeyboardInterrupt:
-            print(
-                "\nInterrupted: every finished run is stored; run the same command again to "
-                "resume.",
-                file=sys.stderr,
-            )
-            return 130
-        if result.resumed:
-            print(
-                f"{result.resumed} runs were already stored and were skipped (resume).",
-                file=sys.stderr,
-            )
-        for line in result.blocked:
-            print(f"not run: {line}", file=sys.stderr)
-        if result.budget_stop:
-            print(
-                f"Stopped early: the budget of ${spec.limits.budget_usd:g} is used up "
-                f"(${result.cost_usd:.4f} spent).",
-                file=sys.stderr,
-            )
-        errors = [r for r in result.records if r.status == "error"]
-        for record in errors[:5]:
-            print(f"run {record.run_id} ({record.model}) failed: {record.error}", file=sys.stderr)
-        if len(errors) > 5:
-            print(f"... and {len(errors) - 5} more runs failed to run.", file=sys.stderr)
-        print(summary_table(store.load_runs(spec.name)))
-        print(f"\nStored in {db}. Report: agent-harness report --db {db}")
+        store.save_experiment(spec.name, str(spec_path), spec_text)
+        return _sweep(spec, cells, all_cells, store, db, concurrency, resume, retry_errors,
+                      in_process)  # fmt: skip
+    except HarnessError as exc:
+        return _error(str(exc), command)
     finally:
         store.close()
-    return 0
+
+
+def _sweep(
+    spec: ExperimentSpec,
+    cells: list[RunCell],
+    all_cells: list[RunCell],
+    store: Any,
+    db: Path,
+    concurrency: int | None,
+    resume: bool,
+    retry_errors: bool,
+    in_process: str | None,
+) -> Executed | int:
+    from runner.execute import run_sweep
+    from runner.terminal import ProgressLine, summary_table
+
+    say(
+        f"Experiment {spec.name}: {len(cells)} runs in the matrix"
+        + (f" (of {len(all_cells)}, filtered)" if len(cells) != len(all_cells) else "")
+        + f"; storing in {db}"
+    )
+    try:
+        result = asyncio.run(
+            run_sweep(
+                spec, cells, store, all_cells=all_cells, concurrency=concurrency, resume=resume,
+                retry_errors=retry_errors, in_process=in_process, on_progress=ProgressLine(),
+            )
+        )  # fmt: skip
+    except KeyboardInterrupt:
+        say("\nInterrupted: every finished run is stored; run the same command again to resume.")
+        return EXIT_INTERRUPTED
+    if result.resumed:
+        say(f"{result.resumed} runs were already stored and were skipped (resume).")
+    for line in result.blocked:
+        say(f"not run: {line}")
+    if result.budget_stop:
+        say(
+            f"Stopped early: the budget of ${spec.limits.budget_usd:g} is used up "
+            f"(${result.cost_usd:.4f} spent)."
+        )
+    runs = store.load_runs(spec.name)
+    executed = _outcome(spec, cells, runs, retry_errors)
+    print(terminal(summary_table(runs), lines=True))
+    print(f"\nStored in {db}. Report: agent-harness report --db {db}")
+    return executed
+
+
+def _outcome(spec: ExperimentSpec, cells: list[RunCell], runs: Any, retried: bool) -> Executed:
+    """Count the selected runs that failed or are missing, from the store: what it shows
+    (redacted, V3) is what is printed, and runs failed in an earlier sweep count too."""
+    import polars as pl
+
+    wanted = {c.run_id for c in cells}
+    mine = runs.filter(pl.col("run_id").is_in(list(wanted)))
+    errors = mine.filter(pl.col("status") == "error")
+    for row in errors.head(SHOWN_ERRORS).iter_rows(named=True):
+        say(f"run {row['run_id']} ({row['model']}) failed: {row['error']}")
+    if errors.height:
+        more = f"... {errors.height - SHOWN_ERRORS} more. " if errors.height > SHOWN_ERRORS else ""
+        hint = "" if retried else " (`agent-harness run SPEC --retry-errors` runs them again)"
+        say(f"{more}{errors.height} of {len(wanted)} runs failed to run{hint}.")
+    missing = len(wanted) - mine.height
+    if missing:
+        say(f"{missing} of {len(wanted)} runs were not run.")
+    return Executed(spec, len(wanted), errors.height, missing)

@@ -7,7 +7,15 @@ parameters). Every problem becomes one line `FILE:LINE: FIELD: message` in a `Sp
 `runner.matrix.expand(spec)` turns the spec into runs.
 """
 
-from runner.spec._base import FrozenDict, SpecError, canonical_json, did_you_mean, freeze, thaw
+from runner.spec._base import (
+    FrozenDict,
+    SpecError,
+    canonical_json,
+    did_you_mean,
+    freeze,
+    name_problem,
+    thaw,
+)
 from runner.spec._environment import ChaosParams, F2Params, Scenario, Upstream
 from runner.spec._experiment import ExperimentSpec, Limits, ProxySettings, RetrySettings
 from runner.spec._load import load_spec
@@ -41,5 +49,6 @@ __all__ = [
     "did_you_mean",
     "freeze",
     "load_spec",
+    "name_problem",
     "thaw",
 ]

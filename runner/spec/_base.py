@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
@@ -67,6 +68,34 @@ class Frozen(BaseModel):
 
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+_UNSAFE_IN_NAMES = re.compile(r"[/\\\x00-\x1f\x7f-\x9f]")
+
+
+def name_problem(name: str) -> str | None:
+    """V2: why a name could not be one file name as it is (None when it can).
+
+    Names become file names (`reports/NAME.html`) and terminal text: no `.` or `..`, no
+    separators (so no absolute name either), no control characters."""
+    if name in (".", ".."):
+        return f"{name!r} is not a name"
+    found = _UNSAFE_IN_NAMES.search(name)
+    if found:
+        char = found.group()
+        what = f"the separator {char!r}" if char in "/\\" else f"the control character {char!r}"
+        return f"a name must not contain {what}: names are used as file names and printed"
+    return None
+
+
+def _safe_name(name: str) -> str:
+    problem = name_problem(name)
+    if problem:
+        raise ValueError(problem)
+    return name
+
+
+# A name that also names files and is printed: experiment, labels, prompts, arms, upstreams.
+SafeName = Annotated[Name, AfterValidator(_safe_name)]
 Text = Annotated[str, StringConstraints(min_length=1)]
 FrozenStrMap = Annotated[dict[str, str], AfterValidator(FrozenDict)]
 

@@ -13,6 +13,7 @@ from runner.spec._base import (
     FrozenDict,
     FrozenStrMap,
     Name,
+    SafeName,
     Text,
     did_you_mean,
     list_field,
@@ -34,7 +35,7 @@ CommaFree = Annotated[tuple[str, ...] | None, AfterValidator(_no_commas)]
 class Upstream(Frozen):
     """The MCP server behind the proxy: a built-in kind or a command, plus tool overrides."""
 
-    name: Name
+    name: SafeName
     builtin: str | None = None
     command: Name | None = None
     args: tuple[str, ...] = list_field(default=())

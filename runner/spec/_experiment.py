@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from runner.spec._base import Frozen, Name, list_field
+from runner.spec._base import Frozen, SafeName, list_field
 from runner.spec._environment import Scenario, Upstream
 from runner.spec._models import Conversation, HonestySettings, ModelSpec, PatchArm, Prompt
 
@@ -48,7 +48,7 @@ class ProxySettings(Frozen):
 class ExperimentSpec(Frozen):
     """A whole experiment, validated; `runner.matrix.expand` turns it into runs."""
 
-    name: Name
+    name: SafeName  # V2: the default report is reports/NAME.html
     description: str | None = None
     models: tuple[ModelSpec, ...] = list_field(min_length=1)
     prompts: tuple[Prompt, ...] = list_field(min_length=1)

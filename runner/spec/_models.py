@@ -8,7 +8,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runner.agent.scripted import SCRIPTED_MODELS
-from runner.spec._base import Frozen, Name, Text, did_you_mean, freeze, list_field, thaw
+from runner.spec._base import (
+    Frozen,
+    Name,
+    SafeName,
+    Text,
+    did_you_mean,
+    freeze,
+    list_field,
+    thaw,
+)
 
 
 class ModelParams(BaseModel):
@@ -59,8 +68,8 @@ OTHER_KNOWN_PARAMS = (
 class ModelSpec(Frozen):
     """A litellm model name with its parameters; `label` only changes how it is shown."""
 
-    name: Name
-    label: Name | None = None
+    name: Name  # a litellm name such as openai/gpt-4o: never a path, the label may be
+    label: SafeName | None = None
     params: ModelParams = Field(default_factory=ModelParams)
 
     @model_validator(mode="before")
@@ -125,7 +134,7 @@ class HonestySettings(Frozen):
 class Prompt(Frozen):
     """A named system prompt; after `load_spec`, `text` holds a `file`'s contents."""
 
-    name: Name
+    name: SafeName
     text: str = ""
     file: Text | None = None
 
@@ -150,7 +159,7 @@ class Prompt(Frozen):
 class PatchArm(Frozen):
     """An arm of the patch A/B test: `none`, `auto` or a named text (SPEC R2)."""
 
-    name: Name
+    name: SafeName
     text: Text | None = None
     file: Text | None = None
 
@@ -187,7 +196,7 @@ class PatchArm(Frozen):
 class Conversation(Frozen):
     """The user's side: the first message, then each follow-up after the agent's final reply."""
 
-    name: Name
+    name: SafeName
     user: Text
     follow_ups: tuple[Text, ...] = list_field(default=())
     # Crossed with these upstreams only (default: every one), e.g. a booking request is not

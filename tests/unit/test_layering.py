@@ -18,7 +18,9 @@ PUBLIC = {
     "harness.cli",  # the typer app the runner's commands are added to
     "harness.errors",  # the one exception tree
     "harness.jsonutil",  # exact JSON (big integers, decimals), shared by report and store
-    "harness.atomicfile",  # every output file is written atomically
+    "harness.outfile",  # V1: every output file through the one writer
+    "harness.infile",  # V4: every input file through the one bounded reader
+    "harness.textsafe",  # V6: foreign text escaped for a terminal or Markdown
 }
 
 

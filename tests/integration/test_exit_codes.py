@@ -1,0 +1,120 @@
+"""V5: `run` and `sweep` say through their exit code when runs failed to run.
+
+A run that fails to run (here: an upstream command that does not exist, so its real proxy
+subprocess cannot start it) is stored with status=error. `run` exits 3 then, `sweep` never
+claims "no regression" and its JUnit shows the group as an error. A selection that matches no
+run is a usage error (1) and creates no store. Every command's `--help` lists its codes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent / "agent-harness"
+SPEC = """\
+name: broken-upstream
+models: [scripted/naive]
+prompts: [{name: plain, text: You are a hotel booking assistant.}]
+upstreams:
+  - name: broken
+    command: /nonexistent/mcp-server
+scenarios: [F1]
+conversations:
+  - name: single
+    user: "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
+"""
+BASELINE = {
+    "format": "agent-harness-summary", "version": 1, "generated_at": "2026-11-01T00:00:00",
+    "experiments": ["broken-upstream"], "harness_versions": ["0.1.0"],
+    "groups": [{"model": "scripted/naive", "prompt": "plain", "upstream": "broken",
+                "conversation": "single", "scenario": "F1", "patch_arm": "none",
+                "runs": 10, "errors": 0, "k": 0, "n": 10}],
+}
+
+
+def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN), *args], cwd=root, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    (tmp_path / "baseline.json").write_text(json.dumps(BASELINE))
+    return tmp_path
+
+
+def test_v5_run_exits_3_when_a_run_failed_to_run(root):
+    done = cli(root, "run", "spec.yaml", "--db", "runs.duckdb")
+    assert done.returncode == 3, done.stderr
+    assert "1 of 1 runs failed to run" in done.stderr
+    assert "cannot start upstream '/nonexistent/mcp-server'" in done.stderr
+    assert "Traceback" not in done.stderr
+    # Resumed, the failed run is still failed: still 3, not a clean 0.
+    again = cli(root, "run", "spec.yaml", "--db", "runs.duckdb")
+    assert again.returncode == 3 and "already stored" in again.stderr
+
+
+def test_v5_a_sweep_whose_runs_failed_is_never_no_regression(root):
+    done = cli(root, "sweep", "spec.yaml", "--db", "runs.duckdb", "--baseline",
+               "baseline.json", "--junit", "sweep.xml")
+    assert done.returncode == 3, done.stderr
+    assert "No regression" not in done.stdout + done.stderr
+    assert "no verdict on regressions" in done.stderr
+    assert "ERROR" in done.stdout and "1 of 1 runs failed to run" in done.stdout
+    suite = ET.parse(root / "sweep.xml").getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("errors"), suite.get("failures")) == ("1", "1", "0")
+    (error,) = suite.findall("testcase/error")
+    assert error.get("type") == "RunsFailedToRun" and "1 of 1 runs failed" in error.get("message")
+
+
+def test_v5_a_sweep_without_a_baseline_still_writes_junit_errors(root):
+    done = cli(root, "sweep", "spec.yaml", "--db", "runs.duckdb", "--junit", "sweep.xml")
+    assert done.returncode == 3, done.stderr
+    suite = ET.parse(root / "sweep.xml").getroot().find("testsuite")
+    assert suite.get("errors") == "1" and suite.findall("testcase/error")
+
+
+@pytest.mark.parametrize("extra", [[], ["--dry-run"]], ids=["run", "dry-run"])
+def test_v5_a_selection_that_matches_nothing_is_an_error_and_creates_no_store(root, extra):
+    done = cli(root, "run", "spec.yaml", "--db", "out/runs.duckdb", "--only", "model=nomatch*",
+               *extra)
+    assert done.returncode == 1
+    assert done.stderr == (
+        "agent-harness run: error: --only model=nomatch* selects none of the 1 runs in the "
+        "matrix\n"
+    )
+    assert not (root / "out").exists()
+
+
+@pytest.mark.parametrize("flag", ["--junit", "-o", "--export-baseline"])
+def test_v1_v5_sweep_refuses_an_unusable_output_before_running_anything(root, flag):
+    done = cli(root, "sweep", "spec.yaml", "--db", "runs.duckdb", flag, "/dev/full")
+    assert done.returncode == 1
+    assert done.stderr.startswith("agent-harness sweep: error: /dev/full: ")
+    assert "character device" in done.stderr and done.stderr.count("\n") == 1
+    assert not (root / "runs.duckdb").exists()  # refused before a single run
+
+
+@pytest.mark.parametrize("command", ["run", "sweep", "report", "judge", "benchmark"])
+def test_v5_every_command_documents_its_exit_codes_in_help(command):
+    done = subprocess.run([str(BIN), command, "--help"], capture_output=True, text=True,
+                          timeout=60, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0
+    assert "Exit codes: 0 " in done.stdout
+    if command in ("run", "sweep"):
+        assert "3 a run failed to run" in done.stdout
+
+
+def test_v5_proxy_help_documents_its_exit_codes():
+    done = subprocess.run([str(BIN), "proxy", "--help"], capture_output=True, text=True,
+                          timeout=60)
+    assert "Exit codes: 0 normal end" in done.stdout
