@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from harness.errors import UpstreamError
+from harness.supervisor import GroupSupervisor
+from harness.textsafe import terminal
 
 DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 
@@ -195,8 +197,14 @@ class UpstreamProcess:
 
     STDERR_TAIL_LINES = 20
 
-    def __init__(self, proc: asyncio.subprocess.Process, max_bytes: int) -> None:
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process,
+        max_bytes: int,
+        supervisor: GroupSupervisor | None = None,
+    ) -> None:
         self.proc = proc
+        self.supervisor = supervisor
         assert proc.stdout is not None and proc.stdin is not None
         self.reader: LineReader = _UntilExit(StreamLineReader(proc.stdout, max_bytes), self)
         self.writer: LineWriter = StreamLineWriter(proc.stdin)
@@ -214,6 +222,9 @@ class UpstreamProcess:
         max_bytes: int,
     ) -> UpstreamProcess:
         """Start the upstream; the whole proxy environment is inherited plus `env`."""
+        if cwd is not None and not os.path.isdir(cwd):
+            what = "does not exist" if not os.path.exists(cwd) else "is not a folder"
+            raise UpstreamError(f"--upstream-cwd {cwd} {what}")
         try:
             proc = await asyncio.create_subprocess_exec(
                 command,
@@ -230,7 +241,8 @@ class UpstreamProcess:
             raise UpstreamError(
                 f"cannot start upstream {command!r}: {exc.strerror or exc}"
             ) from exc
-        return cls(proc, max_bytes)
+        # V7: its group dies with us, even if we are SIGKILLed.
+        return cls(proc, max_bytes, await GroupSupervisor.start(proc.pid))
 
     async def _pump_stderr(self) -> None:
         stream = self.proc.stderr
@@ -245,7 +257,7 @@ class UpstreamProcess:
             text = line.decode("utf-8", "replace").rstrip("\n")
             self.stderr_tail.append(text)
             with contextlib.suppress(OSError):
-                sys.stderr.write(text + "\n")
+                sys.stderr.write(terminal(text) + "\n")  # V6: nothing from the upstream raw
                 sys.stderr.flush()
 
     @property
@@ -304,5 +316,7 @@ class UpstreamProcess:
             while self._group_alive() and asyncio.get_running_loop().time() < deadline:
                 await asyncio.sleep(0.02)  # polling processes that are not our children
             self._signal_group(signal.SIGKILL)
+        if self.supervisor is not None:
+            await self.supervisor.stop()
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(self._stderr_task, grace)

@@ -356,6 +356,20 @@ def children_of(pid: int) -> list[int]:
     return [int(x) for x in path.read_text().split()] if path.exists() else []
 
 
+def is_supervisor(pid: int) -> bool:
+    """The proxy's group supervisor (V7, harness/supervisor.py), not the upstream."""
+    try:
+        return b"agent-harness-supervisor" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def upstream_of(pid: int) -> int:
+    """The proxy's one child that is not its supervisor."""
+    [child] = [c for c in children_of(pid) if not is_supervisor(c)]
+    return child
+
+
 async def test_x6_sh_wrapper_and_its_children_are_all_gone_after_the_session(
     agent_harness_bin, tmp_path
 ):
@@ -375,7 +389,7 @@ async def test_x6_sh_wrapper_and_its_children_are_all_gone_after_the_session(
         entries = run.truth_entries()
         child = next(e["child_pid"] for e in entries if "child_pid" in e)
         server = next(e["pid"] for e in entries if "tool" in e)
-        [wrapper] = children_of(run.proc.pid)
+        wrapper = upstream_of(run.proc.pid)
         assert children_of(wrapper) == [server]  # sh -> python server -> sleep
         assert children_of(server) == [child]
         assert not gone(child)
