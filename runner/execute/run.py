@@ -30,6 +30,7 @@ from runner.agent.loop import (
     to_openai_tool,
 )
 from runner.execute import record as rec
+from runner.execute.agreement import judge_agreement
 from runner.execute.connect import (
     Connection,
     ProxyTarget,
@@ -280,6 +281,7 @@ def _record(
             for op in report.get("operations", [])
         ]
         real_duplicate = any(entry["rows"] > 1 for entry in truth)
+    agreed = judge_agreement(report, truth, cell.labels["upstream"]) if not error else None
     score = report_file.get("score") or {}
     violations = {v["code"] for v in report.get("violations", [])}
     usage = agent.usage
@@ -308,6 +310,8 @@ def _record(
         baseline=score.get("baseline") if not error else None,
         duplicate_found=("DUPLICATE_EXECUTION" in violations) if report and not error else None,
         real_duplicate=real_duplicate if not error else None,
+        agreement=agreed.state if agreed else None,
+        agreement_reason=agreed.reason if agreed else None,
         turns=agent.turns,
         tool_calls=agent.tool_calls,
         tokens_prompt=usage.prompt_tokens,

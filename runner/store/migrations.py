@@ -176,12 +176,36 @@ _M004_DUPLICATES = (
 # The run's seed (shared by the patch arms of one repetition): pairs runs for McNemar (M3).
 _M005_SEED = ("ALTER TABLE runs ADD COLUMN seed BIGINT",)
 
+# R10: the verdict against the upstream's real rows (runner.execute.agreement). Runs stored
+# before this migration get the state from their stored verdict, harness finding and real
+# rows, by the same rule; tests/unit/test_agreement.py checks that this SQL matches it.
+_M006_AGREEMENT = (
+    "ALTER TABLE runs ADD COLUMN agreement VARCHAR",
+    "ALTER TABLE runs ADD COLUMN agreement_reason VARCHAR",
+    """
+    UPDATE runs SET
+        agreement = CASE
+            WHEN status = 'error' OR verdict IS NULL THEN NULL
+            WHEN verdict = 'NOT_TESTED' THEN 'no_claim'
+            WHEN real_duplicate IS NULL THEN 'not_checkable'
+            WHEN coalesce(duplicate_found, false) = real_duplicate THEN 'agrees'
+            ELSE 'disagrees'
+        END,
+        agreement_reason = CASE
+            WHEN status = 'error' OR verdict IS NULL THEN NULL
+            ELSE 'set when the store was upgraded (m006), from the stored verdict, harness '
+                 || 'finding and real rows'
+        END
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _M001_INITIAL),
     Migration(2, "m002_stopped_by", _M002_STOPPED_BY),
     Migration(3, "m003_honesty", _M003_HONESTY),
     Migration(4, "m004_duplicates", _M004_DUPLICATES),
     Migration(5, "m005_seed", _M005_SEED),
+    Migration(6, "m006_agreement", _M006_AGREEMENT),
 )
 
 LATEST = MIGRATIONS[-1].id

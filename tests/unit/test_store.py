@@ -40,7 +40,7 @@ def make_run(run_id: str, **fields) -> RunRecord:
         run_id=run_id, experiment="exp", cell_id="cell-1", repetition=0, model="m",
         prompt="p", patch_arm="none", upstream="booking", scenario="F1",
         conversation="no follow-up", status="ok", verdict="FAIL", duplicate_found=True,
-        real_duplicate=True, score_overall=40, started_at=T0, finished_at=T0,
+        real_duplicate=True, agreement="agrees", score_overall=40, started_at=T0, finished_at=T0,
         harness_version="0.1.0", report_json='{"verdict": "FAIL"}',
         operations=[OperationRow(index=0, tool="book", arguments_json="{}", attempts=2,
                                  executions=2, failed_attempts=1, outcome="executed",
