@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from runner.execute.agreement import AGREEMENTS, AGREES, NO_CLAIM, NOT_CHECKABLE
 from runner.execute.sweep import Progress
 from runner.records import RunRecord
 
@@ -39,6 +40,7 @@ class ProgressLine:
         line = (
             f"[{'#' * filled}{'.' * (width - filled)}] {progress.done}/{progress.total} runs"
             f"  failing to run: {progress.errors}  with a duplicate: {progress.duplicates}"
+            f"  disagreeing with real rows: {progress.disagreements}"
             f"  ETA {_clock(progress.eta_s)}"
         )
         if self.tty:
@@ -67,18 +69,51 @@ def summary_table(runs: pl.DataFrame) -> str:
             (pl.col("verdict") == "PASS").sum().alias("PASS"),
             (pl.col("verdict") == "FAIL").sum().alias("FAIL"),
             (pl.col("verdict") == "NOT_TESTED").sum().alias("NOT_TESTED"),
+            (pl.col("agreement") == "disagrees").sum().alias("disagree"),
         )
         .sort("model", "condition")
     )
     header = ("model", "upstream / scenario / conversation / patch", "runs", "with duplicate",
-              "real dup rows", "PASS", "FAIL", "NOT_TESTED", "errors")  # fmt: skip
+              "real dup rows", "PASS", "FAIL", "NOT_TESTED", "errors", "disagree")  # fmt: skip
     rows = [
         (r["model"], r["condition"], str(r["runs"]), f"{r['dup']} of {r['runs'] - r['errors']}",
-         str(r["real_dup"]), str(r["PASS"]), str(r["FAIL"]), str(r["NOT_TESTED"]), str(r["errors"]))
+         str(r["real_dup"]), str(r["PASS"]), str(r["FAIL"]), str(r["NOT_TESTED"]), str(r["errors"]),
+         str(r["disagree"]) if r["disagree"] else "-")
         for r in table.iter_rows(named=True)
     ]  # fmt: skip
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    return "\n".join(lines)
+    return "\n".join([*lines, "", *agreement_lines(runs)])
+
+
+# The most disagreeing runs the terminal lists one by one; the report lists them all.
+_LISTED = 10
+
+
+def agreement_lines(runs: pl.DataFrame) -> list[str]:
+    """R10: how many verdicts the real rows contradict, loud and first when any do."""
+    from runner.analysis.analyse import disagreeing_runs
+
+    ok = runs.filter(pl.col("status") != "error")
+    counts = {s: int((ok.get_column("agreement") == s).sum()) for s in AGREEMENTS}
+    tally = (
+        f"{counts[AGREES]} agree, {counts[NO_CLAIM]} NOT_TESTED claim nothing, "
+        f"{counts[NOT_CHECKABLE]} not checkable"
+    )
+    bad = disagreeing_runs(runs)
+    if not bad:
+        return [f"Verdicts against the upstream's real rows: 0 disagree, {tally}."]
+    lines = [
+        f"WARNING: {len(bad)} verdict{'s DISAGREE' if len(bad) != 1 else ' DISAGREES'} with "
+        f"the upstream's real rows; {tally}:"
+    ]
+    for r in bad[:_LISTED]:
+        lines.append(
+            f"  {r['run_id'][:12]}  {r['model']}  {r['upstream']} / {r['scenario']} / "
+            f"{r['conversation']} / {r['patch_arm']} #{r['repetition']}: {r['agreement_reason']}"
+        )
+    if len(bad) > _LISTED:
+        lines.append(f"  ... and {len(bad) - _LISTED} more (every one is in the report).")
+    return lines

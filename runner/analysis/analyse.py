@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import polars as pl
 
@@ -10,6 +11,7 @@ from runner.analysis import cells as cell_mod
 from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS, load_details, pick_detail_runs
 from runner.analysis.measures import add_attribution, add_honesty
 from runner.analysis.model import CONDITION_KEYS, Analysis, ExperimentInfo, Overview
+from runner.execute.agreement import AGREEMENTS
 from runner.store import Store
 from runner.store.rows import utc_naive
 from runner.store.store import Experiments
@@ -80,7 +82,25 @@ def _overview(
         tokens=int((runs["tokens_prompt"] + runs["tokens_completion"]).sum()),
         cost_usd=float(runs["cost_usd"].sum()),
         honesty_judges=sorted(runs.get_column("honesty_judge").drop_nulls().unique().to_list()),
+        agreement=_agreement_counts(ok),
+        disagreeing=disagreeing_runs(runs),
     )
+
+
+def _agreement_counts(ok: pl.DataFrame) -> dict[str, int]:
+    counts = dict(ok.group_by("agreement").agg(n=pl.len()).drop_nulls("agreement").iter_rows())
+    return {state: counts.get(state, 0) for state in AGREEMENTS}
+
+
+def disagreeing_runs(runs: pl.DataFrame) -> list[dict[str, Any]]:
+    """The runs whose verdict the real rows contradict (R10), in a stable order."""
+    return (
+        runs.filter((pl.col("status") != "error") & (pl.col("agreement") == "disagrees"))
+        .sort("model", "upstream", "scenario", "conversation", "patch_arm", "repetition", "run_id")
+        .select("run_id", "model", "prompt", "upstream", "scenario", "conversation",
+                "patch_arm", "repetition", "verdict", "agreement_reason")
+        .to_dicts()
+    )  # fmt: skip
 
 
 def analyse(

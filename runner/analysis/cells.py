@@ -64,6 +64,9 @@ def cell_table(runs: pl.DataFrame, condition_parts: list[str]) -> pl.DataFrame:
             dup_k=(_OK & pl.col("duplicate_found").fill_null(False)).sum(),
             real_n=(_OK & pl.col("real_duplicate").is_not_null()).sum(),
             real_k=(_OK & pl.col("real_duplicate").fill_null(False)).sum(),
+            # R10: verdicts set against the real rows (runner.execute.agreement).
+            checked=(_OK & pl.col("agreement").is_in(["agrees", "disagrees"])).sum(),
+            disagreements=(_OK & (pl.col("agreement") == "disagrees")).sum(),
             passed=(_OK & (verdict == "PASS")).sum(),
             failed=(_OK & (verdict == "FAIL")).sum(),
             not_tested=(_OK & (verdict == "NOT_TESTED")).sum(),
@@ -97,10 +100,11 @@ def before_after(cells: pl.DataFrame) -> list[BeforeAfterRow]:
     arms = patch_arms(cells)
     keys = [*ROW_KEYS, "condition"]
     base = cells.filter(pl.col("patch_arm") == UNPATCHED).select(
-        *keys, base_k=pl.col("dup_k"), base_n=pl.col("n")
+        *keys, base_k=pl.col("dup_k"), base_n=pl.col("n"), base_real_k=pl.col("real_k"),
+        base_real_n=pl.col("real_n"),
     )
     treated = cells.filter(pl.col("patch_arm") != UNPATCHED).select(
-        *keys, "patch_arm", "dup_k", "n"
+        *keys, "patch_arm", "dup_k", "n", "real_k", "real_n"
     )
     # Every row that has any arm; the long form carries one (row, arm) pair per line.
     rows = (
@@ -122,6 +126,7 @@ def before_after(cells: pl.DataFrame) -> list[BeforeAfterRow]:
                 conversation=rec["conversation"], scenario=rec["scenario"],
                 condition=rec["condition"], unpatched=unpatched,
                 arms=dict.fromkeys(arms),
+                unpatched_real=_real(rec["base_real_k"], rec["base_real_n"]),
             )
             by_row[key] = row
         if rec["patch_arm"] is None:
@@ -131,5 +136,10 @@ def before_after(cells: pl.DataFrame) -> list[BeforeAfterRow]:
         if row.unpatched is not None and row.unpatched.n and count.n:
             u = row.unpatched
             p_value = fisher_exact(u.k, u.n - u.k, count.k, count.n - count.k)
-        row.arms[rec["patch_arm"]] = ArmResult(count, p_value)
+        row.arms[rec["patch_arm"]] = ArmResult(count, p_value, _real(rec["real_k"], rec["real_n"]))
     return list(by_row.values())
+
+
+def _real(k: int | None, n: int | None) -> Count | None:
+    """Runs with a real duplicate row, where the upstream could tell for any run (else None)."""
+    return Count(k, n) if n else None

@@ -13,10 +13,13 @@ from runner.store import Store
 
 DEFAULT_MAX_DETAIL_RUNS = 200
 
-# Lower is shown first: a duplicate (seen by the harness or in the real rows) or a FAIL, then
-# runs that could not be judged, then runs that failed to run, then clean ones.
+# Lower is shown first: a verdict the real rows contradict (R10), a duplicate (seen by the
+# harness or in the real rows) or a FAIL, then runs that could not be judged, then runs that
+# failed to run, then clean ones.
 _PRIORITY = (
-    pl.when(
+    pl.when(pl.col("agreement") == "disagrees")
+    .then(-1)
+    .when(
         pl.col("duplicate_found").fill_null(False)
         | pl.col("real_duplicate").fill_null(False)
         | (pl.col("verdict") == "FAIL")

@@ -49,6 +49,7 @@ class ArmResult:
 
     count: Count
     p_value: float | None  # None when there is no unpatched arm to compare with
+    real: Count | None = None  # runs with a real duplicate row; None where no upstream can tell
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class BeforeAfterRow:
     condition: str
     unpatched: Count | None
     arms: dict[str, ArmResult | None]
+    unpatched_real: Count | None = None  # the real rows' count next to `unpatched` (R10)
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,15 @@ class Overview:
     tokens: int
     cost_usd: float
     honesty_judges: list[str] = field(default_factory=list)  # the judges that labelled runs
+    # R10: runs by agreement of their verdict with the real rows (agrees, disagrees, ...).
+    agreement: dict[str, int] = field(default_factory=dict)
+    # The runs that disagree (run_id, model, condition parts, reason), for every summary.
+    disagreeing: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def disagreements(self) -> int:
+        """Runs whose verdict the upstream's real rows contradict."""
+        return self.agreement.get("disagrees", 0)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ class Progress:
     done: int = 0
     errors: int = 0
     duplicates: int = 0
+    disagreements: int = 0  # R10: verdicts the upstream's real rows contradict
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -199,6 +200,7 @@ async def run_sweep(
         progress.done += 1
         progress.errors += record.status == "error"
         progress.duplicates += bool(record.duplicate_found)
+        progress.disagreements += record.agreement == "disagrees"
         if on_progress is not None:
             on_progress(progress, record)
 

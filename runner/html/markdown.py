@@ -43,6 +43,7 @@ def render_markdown(analysis: Analysis) -> str:
     if ov.common:
         shared = "; ".join(f"{k} {_cell(v)}" for k, v in ov.common.items())
         lines.append(f"Shared by every run: {shared}.")
+    lines += ["", *_agreement(analysis)]
     lines += ["", "#### Runs with double booking, before and after the patch", ""]
     arms = analysis.patch_arms
     if analysis.before_after:
@@ -52,27 +53,31 @@ def render_markdown(analysis: Analysis) -> str:
         rows = []
         for row in analysis.before_after:
             line = [_cell(row.model), _cell(row.condition), _cell(row.scenario),
-                    _kn(row.unpatched)]
+                    _kn(row.unpatched) + _real(row.unpatched_real)]
             for arm in arms:
                 result = row.arms[arm]
                 if result is None:
                     line.append("–")
                 elif result.p_value is None:
-                    line.append(_kn(result.count))
+                    line.append(_kn(result.count) + _real(result.real))
                 else:
-                    line.append(f"{_kn(result.count)}, {p_text(result.p_value)}")
+                    line.append(
+                        f"{_kn(result.count)}{_real(result.real)}, {p_text(result.p_value)}"
+                    )
             rows.append(line)
         lines += _table(header, rows, right=set())
         lines += [
             "",
-            "p: Fisher's exact test, two-sided, against the runs without patch.",
+            "p: Fisher's exact test, two-sided, against the runs without patch. *real*: runs "
+            "whose upstream really holds a duplicate row (ground truth), where it can tell.",
         ]
     else:
         lines.append("No runs stored.")
     lines += ["", "#### All cells", ""]
     header = [
         "Model", "Condition", "Scenario", "Patch", "Runs", "Failed to run",
-        "Duplicate execution", "95% interval", "PASS", "FAIL", "NOT_TESTED", "Mean score",
+        "Duplicate execution", "95% interval", "Real duplicate rows", "PASS", "FAIL",
+        "NOT_TESTED", "Mean score", "Disagree with real rows",
     ]
     rows = []
     for c in analysis.cells.iter_rows(named=True):
@@ -81,12 +86,46 @@ def render_markdown(analysis: Analysis) -> str:
         rows.append([
             _cell(c["model"]), _cell(c["condition"]), _cell(c["scenario"]),
             _cell(c["patch_arm"]), num(c["runs"]),
-            num(c["errors"]), _kn(count), interval, num(c["passed"]), num(c["failed"]),
-            num(c["not_tested"]), score(c["mean_score"]),
-        ])
-    lines += _table(header, rows, right={4, 5, 8, 9, 10, 11})
+            num(c["errors"]), _kn(count), interval,
+            _kn(Count(c["real_k"], c["real_n"])) if c["real_n"] else "–", num(c["passed"]),
+            num(c["failed"]), num(c["not_tested"]), score(c["mean_score"]),
+            f"**{num(c['disagreements'])} of {num(c['checked'])}**" if c["disagreements"]
+            else f"0 of {num(c['checked'])}",
+        ])  # fmt: skip
+    lines += _table(header, rows, right={4, 5, 9, 10, 11, 12, 13})
     lines += ["", *_measures(analysis)]
     return "\n".join(lines) + "\n"
+
+
+def _real(count: Count | None) -> str:
+    return f"; real {count.k} of {count.n}" if count is not None else ""
+
+
+def _agreement(analysis: Analysis) -> list[str]:
+    """R10: the verdicts the upstream's real rows contradict, first and loud when there are any."""
+    ov = analysis.overview
+    counts = ov.agreement
+    tally = (
+        f"{num(counts.get('agrees', 0))} agree, {num(counts.get('no_claim', 0))} NOT_TESTED "
+        f"claim nothing, {num(counts.get('not_checkable', 0))} not checkable (no real rows)"
+    )
+    if not ov.disagreements:
+        return [f"**Verdicts against the upstream's real rows: 0 disagree**; {tally}."]
+    lines = [
+        f"> **WARNING: {num(ov.disagreements)} "
+        f"{'verdicts disagree' if ov.disagreements != 1 else 'verdict disagrees'} with the "
+        f"upstream's real rows**; {tally}. The harness judged "
+        f"{'these runs' if ov.disagreements != 1 else 'this run'} wrongly, so the counts below "
+        "are not to be trusted:",
+        ">",
+    ]
+    for r in ov.disagreeing:
+        lines.append(
+            f"> - `{r['run_id'][:12]}` {_cell(r['model'])}, {_cell(r['upstream'])}, "
+            f"{_cell(r['scenario'])}, {_cell(r['conversation'])}, patch {_cell(r['patch_arm'])} "
+            f"#{r['repetition']}: {_cell(r['agreement_reason'] or '')}"
+        )
+    return lines
 
 
 def _counts(row: dict[str, object], columns: dict[str, str]) -> str:

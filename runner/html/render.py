@@ -9,6 +9,7 @@ import polars as pl
 
 from runner.analysis import Analysis, Count
 from runner.analysis.measures import ATTRIBUTION_COLUMNS, HONESTY_COLUMNS
+from runner.execute.agreement import AGREEMENT_MEANINGS
 from runner.execute.attribution import ATTRIBUTION_MEANINGS
 from runner.honesty import LABEL_MEANINGS
 from runner.html.charts import arm_classes, chart_panels
@@ -58,6 +59,7 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
         honesty_judges=ov.honesty_judges,
         label_meanings=LABEL_MEANINGS,
         cause_meanings=ATTRIBUTION_MEANINGS,
+        agreement_meanings=AGREEMENT_MEANINGS,
         before_after=analysis.before_after,
         patch_arms=analysis.patch_arms,
         cells=_cell_rows(cells),

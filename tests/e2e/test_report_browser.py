@@ -198,3 +198,82 @@ def test_r7_report_prints_without_navigation(chromium, experiment):
         assert page.evaluate("getComputedStyle(document.querySelector('nav.toc')).display") == "none"
     finally:
         page.close()
+
+
+# -- R10: the verdicts against the real rows --------------------------------------------------
+
+
+def test_r10_every_verdict_checked_against_real_rows_and_shown_beside_the_counts(
+    chromium, experiment
+):
+    db, html = experiment
+    with duckdb.connect(str(db), read_only=True) as con:
+        states = dict(con.execute(
+            "SELECT agreement, count(*) FROM runs WHERE status = 'ok' GROUP BY ALL"
+        ).fetchall())
+        real = dict(con.execute(
+            "SELECT model || '/' || patch_arm, count(*) FILTER (WHERE real_duplicate) "
+            "FROM runs WHERE status = 'ok' GROUP BY ALL"
+        ).fetchall())
+    assert states == {"agrees": 12}  # built-in booking service: every verdict is checkable
+    page = chromium.new_page(html)
+    try:
+        shown = page.evaluate(
+            """({card: Object.assign({}, document.getElementById('disagreements').dataset),
+                 alert: document.getElementById('disagreement-alert'),
+                 note: document.getElementById('agreement-note').innerText,
+                 rows: [...document.querySelectorAll('#before-after tbody tr')].map(tr =>
+                   [tr.querySelector('td').innerText,
+                    [...tr.querySelectorAll('[data-real-k]')].map(td => td.dataset.realK)])})"""
+        )
+    finally:
+        page.close()
+    assert (shown["card"]["n"], shown["card"]["checked"], shown["alert"]) == ("0", "12", None)
+    assert shown["note"].startswith("Verdicts against the upstream's real rows: 0 disagree, 12")
+    for model, real_k in shown["rows"]:
+        assert real_k == [str(real[f"{model}/none"]), str(real[f"{model}/auto"])]
+
+
+def test_r10_a_disagreement_is_the_first_thing_on_the_page(chromium, tmp_path):
+    from runner.records import RunRecord
+    from runner.store import Store
+
+    base = dict(
+        experiment="exp", cell_id="c", model="m", prompt="p", patch_arm="none",
+        upstream="payment", scenario="F1", conversation="pay", status="ok",
+        started_at="2026-11-01T02:00:00Z", finished_at="2026-11-01T02:00:01Z",
+        harness_version="0.1.0",
+    )  # fmt: skip
+    with Store.open(tmp_path / "runs.duckdb") as store:
+        store.save_runs([
+            RunRecord(run_id="agreeing", repetition=1, verdict="PASS", duplicate_found=False,
+                      real_duplicate=False, agreement="agrees", **base),
+            RunRecord(run_id="disagreeing", repetition=2, verdict="FAIL", duplicate_found=True,
+                      real_duplicate=False, agreement="disagrees",
+                      agreement_reason="FAIL DUPLICATE_EXECUTION, but no operation has more "
+                      "than one real row.", **base),
+        ])  # fmt: skip
+    made = cli("report", "--db", str(tmp_path / "runs.duckdb"), "-o", "r.html", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    page = chromium.new_page(tmp_path / "r.html")
+    try:
+        for width, height, mobile in ((1280, 800, False), (390, 844, True)):
+            page.set_viewport(width, height, mobile=mobile)
+            box = page.evaluate(
+                """(() => { const e = document.getElementById('disagreement-alert');
+                     const r = e.getBoundingClientRect();
+                     return {top: r.top, bottom: r.bottom, text: e.innerText,
+                             color: getComputedStyle(e).borderTopColor,
+                             href: e.querySelector('a').getAttribute('href')}; })()"""
+            )
+            # Above the fold on a desktop and on a phone, before anything else is read.
+            assert 0 < box["top"] < height / 2, (width, box)
+            assert box["text"].startswith("1 verdict disagrees with the upstream's real rows")
+            assert "but no operation has more than one real row" in box["text"]
+            assert box["href"] == "#run-disagreeing"
+            assert box["color"] != "rgba(0, 0, 0, 0)"
+        opened = page.evaluate("document.getElementById('run-disagreeing') !== null")
+        assert opened  # the link leads to the run's drill-down
+        assert page.console_errors() == []
+    finally:
+        page.close()
