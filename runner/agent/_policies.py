@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,6 +33,7 @@ class ScriptedParams(BaseModel):
 
     max_wait_s: float = Field(default=2.0, ge=0)
     patch_compliance: float = Field(default=1.0, ge=0, le=1)
+    respell: Literal["defaults", "strings"] = "defaults"
     seed: int | str = 0
 
 
@@ -261,12 +263,80 @@ def verifies_by_id_only(conv: Conversation, task: Task, params: ScriptedParams) 
     return _send(task.write)
 
 
+def _verification(task: Task) -> PlannedCall | None:
+    """The read same-key-retry checks with: an invented id if it can look one up, else search."""
+    if task.lookup is not None:
+        field_name, made_up = invented_id(task.lookup)
+        return PlannedCall(task.lookup.name, {field_name: made_up})
+    return task.search
+
+
+def same_key_retry(conv: Conversation, task: Task, params: ScriptedParams) -> Decision:
+    """Checks after a failed write, then re-sends it once with the SAME idempotency key.
+
+    It sends the write with a key when the schema has a key field. After an error it verifies
+    with a read: a lookup of an id it never received (not found), or, without a lookup tool,
+    the search. Unless that read shows the record, it re-sends the write with the same key at
+    once: correct against an upstream that honours keys (the built-in payment service, K6), a
+    duplicate against one that does not (or without a key field). A user's "please try again"
+    starts the same check.
+    """
+    if _is_opening(conv, task):
+        return _send(task.keyed_write())
+    if (done := _confirmed(conv, task)) is not None:
+        return _say(done)
+    last_step = conv.current.last_step
+    if last_step is None and not asks_to_retry(conv.current.user):
+        return _say(_status(conv, task))
+    if _retries_in_turn(conv, task) > 0:
+        return _say(f"The {task.noun} failed again: {_short(_last_write(conv, task).text)}")
+    if last_step is not None and last_step[-1].call.name != task.write.name:
+        return _send(task.keyed_write())  # the read did not show it: same key, once
+    check = _verification(task)
+    return _send(check if check is not None else task.keyed_write())
+
+
+def respelled(task: Task, how: str) -> PlannedCall:
+    """The write in another spelling: with the schema's defaults filled in, or numbers as text."""
+    args = dict(task.write.arguments)
+    if how == "strings":
+        args = {
+            k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+            for k, v in args.items()
+        }
+    else:
+        args.update({k: v for k, v in task.defaults.items() if k not in args})
+    return PlannedCall(task.write.name, args)
+
+
+def respells(conv: Conversation, task: Task, params: ScriptedParams) -> Decision:
+    """Re-sends a failed write at once, in another spelling, as small models do (J9, K4).
+
+    With `respell: defaults` (the default) the repeat carries the defaults the tool's schema
+    declares and the first call left out (`room_type: "standard"`): the same operation for an
+    upstream that applies its defaults. With `respell: strings` its numbers are sent as
+    strings (`"2"` for 2), which a strict upstream refuses. It never checks first, re-sends
+    once per user message, and does the same on a user's "please try again".
+    """
+    if _is_opening(conv, task):
+        return _send(task.write)
+    if (done := _confirmed(conv, task)) is not None:
+        return _say(done)
+    if conv.current.last_step is None and not asks_to_retry(conv.current.user):
+        return _say(_status(conv, task))
+    if _retries_in_turn(conv, task) == 0:
+        return _send(respelled(task, params.respell))
+    return _say(f"The {task.noun} failed again: {_short(_last_write(conv, task).text)}")
+
+
 POLICIES: dict[str, Policy] = {  # model name (without the provider) -> policy
     "careful": careful,
     "naive": naive,
     "parallel-naive": parallel_naive,
     "obeys-retry-request": obeys_retry_request,
     "verifies-by-id-only": verifies_by_id_only,
+    "same-key-retry": same_key_retry,
+    "respells": respells,
 }
 
 

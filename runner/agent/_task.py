@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # Verbs of tools that bring something new into being. Updates, cancellations and refunds are
@@ -58,6 +58,8 @@ class Task:
     key_field: str | None = None
     search: PlannedCall | None = None
     lookup: ToolSpec | None = None  # an id-lookup tool (its only required field is an id)
+    # The defaults the write's schema declares for properties the request left out (K4).
+    defaults: Mapping[str, Any] = field(default_factory=dict)
 
     def keyed_write(self) -> PlannedCall:
         """The write with a deterministic idempotency key (when the schema has a key field)."""
@@ -250,12 +252,19 @@ def extract_task(first_user_message: str, tools: Sequence[Mapping[str, Any]] | N
     business = {k: v for k, v in arguments.items() if not is_id_field(k)}
     reads = [t for t in specs if not _is_creating(t)]
     search = _pick_search(reads, business)
+    defaults = {
+        prop: schema["default"]
+        for prop, schema in write_tool.properties.items()
+        if isinstance(schema, Mapping) and "default" in schema
+        and prop not in arguments and prop != key
+    }  # fmt: skip
     return Task(
         noun=_noun(write_tool.name),
         write=PlannedCall(write_tool.name, arguments),
         key_field=key,
         search=PlannedCall(search[0].name, search[1]) if search else None,
         lookup=_pick_lookup(reads, write_tool),
+        defaults=defaults,
     )
 
 

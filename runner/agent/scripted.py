@@ -18,6 +18,7 @@ keyword arguments of a custom provider through in `optional_params`, so they arr
 - `seed` (int or str, default 0): the per-run seed for the patch-compliance draw.
 - `max_wait_s` (float, default 2): the longest retry_after the careful model waits out.
 - `patch_compliance` (0..1, default 1): how often verifies-by-id-only follows a patch.
+- `respell` (`defaults` or `strings`, default `defaults`): how `respells` re-spells its repeat.
 
 Usage tokens are estimated as characters // 4; the cost is 0 (the models are registered in
 litellm's cost map with zero prices, so `response._hidden_params["response_cost"]` is 0.0).
@@ -47,6 +48,14 @@ SCRIPTED_MODELS: dict[str, str] = {
     "scripted/verifies-by-id-only": (
         "'verifies' with an invented id, then re-sends; follows a GHOST_WRITE patch with "
         "probability patch_compliance"
+    ),
+    "scripted/same-key-retry": (
+        "checks with a read that cannot find the record (an invented id), then re-sends with "
+        "the SAME idempotency key: safe where the upstream honours keys"
+    ),
+    "scripted/respells": (
+        "re-sends a failed write at once in another spelling: the schema's defaults filled in "
+        "(respell: defaults) or numbers as strings (respell: strings)"
     ),
 }
 

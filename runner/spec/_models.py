@@ -35,6 +35,7 @@ class ModelParams(BaseModel):
     # The scripted models' own knobs (runner.agent._policies.ScriptedParams).
     patch_compliance: float | None = Field(default=None, ge=0, le=1)
     max_wait_s: float | None = Field(default=None, ge=0)
+    respell: Literal["defaults", "strings"] | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -435,6 +435,107 @@ async def test_patch_compliance_is_drawn_per_seed_near_its_rate_and_reproducibly
     assert outcomes == [complies_with_patch(seed, BOOK, 0.3) for seed in range(100)]
 
 
+# --- same-key-retry ------------------------------------------------------------------------
+
+PAY_ARGS = {"customer": "ACME GmbH", "amount": 129.0, "currency": "EUR", "reference": "INV-1001"}
+PAID = json.dumps({"payment_id": "PAY-1A2B3C4D", **PAY_ARGS, "status": "succeeded"})
+
+
+def _pay(reply: Reply) -> dict[str, Any]:
+    assert [name for name, _ in reply.calls] == ["create_payment"], reply
+    return reply.calls[0][1]
+
+
+async def test_same_key_retry_verifies_then_resends_with_the_same_key() -> None:  # K6
+    chat = Chat("same-key-retry", PAYMENT, user=PAY)
+    first = _pay(await chat.next())
+    chat.answer(err(TIMEOUT))
+    check = await chat.next()
+    chat.answer(err("not_found: no payment with id PA-000001"))
+    again = _pay(await chat.next())
+    chat.answer(PAID)  # an upstream that honours the key answers with the first payment
+    final = await chat.next()
+    assert first["idempotency_key"].startswith("key-")
+    assert check.calls == [("get_payment", {"payment_id": "PA-000001"})]
+    assert again == first  # the same arguments and the SAME key
+    assert final.calls == [] and final.text == "Done, payment PAY-1A2B3C4D."
+
+
+async def test_same_key_retry_stops_when_its_read_shows_the_record() -> None:
+    chat = Chat("same-key-retry", [CREATE, SEARCH, CANCEL])  # no lookup: it searches
+    await chat.next()
+    chat.answer(err(TIMEOUT))
+    check = await chat.next()
+    chat.answer(FOUND)
+    final = await chat.next()
+    assert [name for name, _ in check.calls] == ["search_bookings"]
+    assert final.calls == [] and final.text == "Done, booking BK-7F3A21."
+
+
+async def test_same_key_retry_resends_at_most_once_per_user_message() -> None:
+    chat = Chat("same-key-retry", PAYMENT, user=PAY)
+    await chat.next()
+    chat.answer(err(SERVER_500))
+    await chat.next()
+    chat.answer(err("not_found"))
+    await chat.next()
+    chat.answer(err(SERVER_500))
+    final = await chat.next()
+    assert final.calls == [] and "failed again" in final.text
+
+
+# --- respells ------------------------------------------------------------------------------
+
+ROOMS = _tool(
+    "create_booking",
+    "Book a hotel room.",
+    {"guest": _STR, "date": _STR, "nights": {"type": "integer"},
+     "room_type": {"type": "string", "enum": ["standard", "suite"], "default": "standard"}},
+    ["guest", "date", "nights"],
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({}, {**BOOKING_ARGS, "room_type": "standard"}),  # the schema's default, K4
+        ({"respell": "strings"}, {**BOOKING_ARGS, "nights": "2"}),  # J9: a number as a string
+    ],
+)
+async def test_respells_resends_a_failed_write_at_once_in_another_spelling(
+    params: dict, expected: dict
+) -> None:
+    chat = Chat("respells", [ROOMS, SEARCH], params=params)
+    first = _write(await chat.next())
+    chat.answer(err(TIMEOUT))
+    again = _write(await chat.next())
+    chat.answer(CREATED)
+    final = await chat.next()
+    assert first == BOOKING_ARGS  # the first call leaves the default out, like SmolLM2 did
+    assert again == expected
+    assert final.calls == [] and "BK-7F3A21" in final.text
+
+
+async def test_respells_resends_once_and_again_when_the_user_asks() -> None:
+    chat = Chat("respells", [ROOMS], params={"respell": "strings"})
+    await chat.next()
+    chat.answer(err(TIMEOUT))
+    await chat.next()
+    chat.answer(err("invalid input: nights: Input should be a valid integer"))
+    final = await chat.next()
+    chat.say("Please try again.")
+    retry = _write(await chat.next())
+    assert final.calls == [] and "failed again" in final.text
+    assert retry == {**BOOKING_ARGS, "nights": "2"}
+
+
+async def test_respells_with_no_default_to_add_resends_the_same_write() -> None:
+    chat = Chat("respells", BOOKING)
+    first = _write(await chat.next())
+    chat.answer(err(TIMEOUT))
+    assert _write(await chat.next()) == first
+
+
 # --- parallel, usage, registration ---------------------------------------------------------
 
 
