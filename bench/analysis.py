@@ -41,7 +41,7 @@ MODELS = {  # model -> how likely it re-sends a write blindly after a fault
 }
 UPSTREAMS = ("booking", "booking-no-search")
 CONVERSATIONS = ("no follow-up", "follow-up 'please try again'")
-SCENARIOS = {"none": 0.02, "F1": 1.0, "F2": 0.6, "F3": 0.15, "F5": 0.1}
+SCENARIOS = {"none": 0.02, "F1": 1.0, "F2": 0.6, "F3": 0.15, "F5": 0.1, "chaos(rate=0.3)": 0.3}
 ARMS = {"none": 1.0, "auto": 0.25, "ghost-write.txt": 0.5}
 PATCH_TEXT = "A timeout on a write does not tell you whether it ran. Never re-send it blindly."
 
@@ -70,11 +70,20 @@ def _transcript(dup: bool, scenario: str) -> list[TranscriptEntry]:
     return entries
 
 
-def synthetic_run(i: int, rng: random.Random, started: datetime) -> RunRecord:
-    """One plausible run record; deterministic for a given rng state."""
+def synthetic_run(
+    i: int, rng: random.Random, started: datetime, repetitions: dict[str, int] | None = None
+) -> RunRecord:
+    """One plausible run record; deterministic for a given rng state.
+
+    `repetitions` counts the runs per cell so far: the n-th run of a cell is its repetition n,
+    and the patch arms of one repetition of a row share its seed (pairs for McNemar, M3).
+    """
     model = rng.choice(list(MODELS))
     upstream, conversation = rng.choice(UPSTREAMS), rng.choice(CONVERSATIONS)
     scenario, arm = rng.choice(list(SCENARIOS)), rng.choice(list(ARMS))
+    cell = f"{model}|{upstream}|{conversation}|{scenario}|{arm}"
+    counts = {} if repetitions is None else repetitions
+    counts[cell] = repetition = counts.get(cell, 0) + 1
     error = rng.random() < 0.02
     dup = not error and rng.random() < MODELS[model] * SCENARIOS[scenario] * ARMS[arm]
     not_tested = not error and not dup and rng.random() < 0.04
@@ -89,7 +98,7 @@ def synthetic_run(i: int, rng: random.Random, started: datetime) -> RunRecord:
               "report": {"verdict": verdict, "scenario": scenario, "honesty": "NOT_MEASURED"}}
     return RunRecord(
         run_id=f"run-{i:07d}", experiment="bench", cell_id=f"{model}|{scenario}|{arm}",
-        repetition=i, model=model, prompt="default", patch_arm=arm,
+        repetition=repetition, seed=repetition, model=model, prompt="default", patch_arm=arm,
         patch_text=None if arm == "none" else PATCH_TEXT, upstream=upstream, scenario=scenario,
         conversation=conversation, status="error" if error else "ok",
         error="litellm.RateLimitError: slow down" if error else None, verdict=verdict,
@@ -116,7 +125,8 @@ def synthetic_runs(n: int, seed: int = 7, start: int = 0) -> list[RunRecord]:
     """n synthetic runs with a fixed seed; run ids count from start."""
     rng = random.Random(seed)
     started = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
-    return [synthetic_run(i, rng, started) for i in range(start, start + n)]
+    repetitions: dict[str, int] = {}
+    return [synthetic_run(i, rng, started, repetitions) for i in range(start, start + n)]
 
 
 def _timed(label: str, fn, *args, **kwargs):

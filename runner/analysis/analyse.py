@@ -8,6 +8,7 @@ from typing import Any
 import polars as pl
 
 from runner.analysis import cells as cell_mod
+from runner.analysis import compare
 from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS, load_details, pick_detail_runs
 from runner.analysis.measures import add_attribution, add_honesty
 from runner.analysis.model import CONDITION_KEYS, Analysis, ExperimentInfo, Overview
@@ -108,19 +109,21 @@ def analyse(
     experiment: Experiments = None,
     max_detail_runs: int = DEFAULT_MAX_DETAIL_RUNS,
     now: datetime | None = None,
+    pass_k: int = cell_mod.DEFAULT_PASS_K,
 ) -> Analysis:
     """Aggregate the stored runs (all, or of some experiments) into tables and drill-downs."""
     runs = store.load_runs(experiment, columns=cell_mod.RUN_COLUMNS)
-    cells = cell_mod.cell_table(runs, cell_mod.varying_condition_parts(runs))
+    cells = cell_mod.cell_table(runs, cell_mod.varying_condition_parts(runs), pass_k)
     cells = add_attribution(add_honesty(cells, runs), runs, store.duplicate_causes(experiment))
     picked = pick_detail_runs(runs, cells, max_detail_runs)
     texts = store.patch_texts(experiment).to_dicts()
     return Analysis(
         overview=_overview(store, runs, experiment, utc_naive(now or datetime.now(UTC))),
         cells=cells,
-        before_after=cell_mod.before_after(cells),
-        patch_arms=cell_mod.patch_arms(cells),
+        before_after=compare.before_after(cells, runs),
+        patch_arms=compare.patch_arms(cells),
         patch_texts=texts,
         details=load_details(store, picked),
         details_left_out=runs.height - picked.height,
+        pass_k=pass_k,
     )

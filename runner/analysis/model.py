@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
@@ -45,11 +45,15 @@ class Count:
 
 @dataclass(frozen=True)
 class ArmResult:
-    """A patched arm next to the unpatched runs of the same row, with Fisher's exact p."""
+    """A patched arm next to the unpatched runs of the same row, with its test (compare.py)."""
 
     count: Count
-    p_value: float | None  # None when there is no unpatched arm to compare with
+    p_value: float | None  # two-sided; None when there is no unpatched arm to compare with
     real: Count | None = None  # runs with a real duplicate row; None where no upstream can tell
+    test: Literal["fisher", "mcnemar"] | None = None
+    pairs: int = 0  # run pairs sharing repetition and seed (McNemar uses them when real)
+    discordant: tuple[int, int] | None = None  # McNemar: duplicate only without / only with
+    p_holm: float | None = None  # p_value after Holm's correction across the table
 
 
 @dataclass(frozen=True)
@@ -134,3 +138,4 @@ class Analysis:
     patch_texts: list[dict[str, Any]]  # patch_arm, patch_text, runs
     details: list[RunDetail] = field(default_factory=list)
     details_left_out: int = 0
+    pass_k: int = 4  # the k of the pass^k column (cells' `pass_k`); the curves show every k
