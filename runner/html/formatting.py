@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
+
+from markupsafe import Markup, escape
 
 
 def pct(value: float | None) -> str:
@@ -73,7 +76,15 @@ def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
 
 
+_BREAK_AFTER = re.compile(r"([/_.-])")
+
+
+def breakable(text: object) -> Markup:
+    """Escaped text that may wrap after / - _ . (model and patch names), not inside a word."""
+    return Markup(_BREAK_AFTER.sub(r"\1<wbr>", str(escape(str(text)))))
+
+
 FILTERS = {
     "pct": pct, "pvalue": pvalue, "p_text": p_text, "num": num, "usd": usd, "score": score, "ms": ms,
-    "when": when, "yesno": yesno, "pretty": pretty,
+    "when": when, "yesno": yesno, "pretty": pretty, "breakable": breakable,
 }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.textsafe import markdown
-from runner.analysis import Analysis, Count
+from runner.analysis import Analysis, ArmResult, Count
 from runner.analysis.measures import ATTRIBUTION_COLUMNS, HONESTY_COLUMNS
 from runner.html.formatting import num, p_text, pct, score, when
 
@@ -62,39 +62,60 @@ def render_markdown(analysis: Analysis) -> str:
                     line.append(_kn(result.count) + _real(result.real))
                 else:
                     line.append(
-                        f"{_kn(result.count)}{_real(result.real)}, {p_text(result.p_value)}"
+                        f"{_kn(result.count)}{_real(result.real)}, {_test_text(result)}"
                     )
             rows.append(line)
         lines += _table(header, rows, right=set())
         lines += [
             "",
-            "p: Fisher's exact test, two-sided, against the runs without patch. *real*: runs "
-            "whose upstream really holds a duplicate row (ground truth), where it can tell.",
+            "How to read this: k of n runs with a duplicate execution, of the runs that ran; "
+            "*real*: runs whose upstream really holds a duplicate row (ground truth), where it "
+            "can tell. p: how likely a difference at least this large from the runs without "
+            "patch would be if the patch changed nothing (two-sided); Fisher compares the arms "
+            "as independent samples, McNemar pair by pair where both runs of a repetition met "
+            "the same seeded faults (chaos). Holm: p corrected for every comparison in this "
+            "table; a difference counts as real when Holm is below 0.05.",
         ]
     else:
         lines.append("No runs stored.")
     lines += ["", "#### All cells", ""]
+    k = analysis.pass_k
     header = [
         "Model", "Condition", "Scenario", "Patch", "Runs", "Failed to run",
-        "Duplicate execution", "95% interval", "Real duplicate rows", "PASS", "FAIL",
-        "NOT_TESTED", "Mean score", "Disagree with real rows",
+        "Duplicate execution", "95% interval", "Real duplicate rows", f"pass^{k}", "PASS",
+        "FAIL", "NOT_TESTED", "Mean score", "Disagree with real rows",
     ]
     rows = []
     for c in analysis.cells.iter_rows(named=True):
         count = Count(c["dup_k"], c["n"])
         interval = f"{pct(c['ci_low'])}–{pct(c['ci_high'])}" if c["n"] else "–"
+        pass_k = "–" if c["pass_k"] is None else f"{pct(c['pass_k'])} ({c['safe_k']} of {c['n']} safe)"
         rows.append([
             _cell(c["model"]), _cell(c["condition"]), _cell(c["scenario"]),
             _cell(c["patch_arm"]), num(c["runs"]),
             num(c["errors"]), _kn(count), interval,
-            _kn(Count(c["real_k"], c["real_n"])) if c["real_n"] else "–", num(c["passed"]),
+            _kn(Count(c["real_k"], c["real_n"])) if c["real_n"] else "–", pass_k,
+            num(c["passed"]),
             num(c["failed"]), num(c["not_tested"]), score(c["mean_score"]),
             f"**{num(c['disagreements'])} of {num(c['checked'])}**" if c["disagreements"]
             else f"0 of {num(c['checked'])}",
         ])  # fmt: skip
-    lines += _table(header, rows, right={4, 5, 9, 10, 11, 12, 13})
+    lines += _table(header, rows, right={4, 5, 9, 10, 11, 12, 13, 14})
+    lines += [
+        "",
+        f"How to read this: pass^{k} is the chance that {k} runs in a row are all safe (no "
+        f"duplicate execution, no violation), estimated without bias from the cell's runs "
+        f"(tau-bench's C(safe, {k}) / C(runs, {k})); it needs at least {k} runs. The 95% "
+        "interval (Wilson) is where the cell's true duplicate rate plausibly lies.",
+    ]
     lines += ["", *_measures(analysis)]
     return "\n".join(lines) + "\n"
+
+
+def _test_text(result: ArmResult) -> str:
+    """"p = 0.008 (Fisher), Holm p = 0.02" or "... (McNemar, 20 pairs) ..."."""
+    test = "Fisher" if result.test == "fisher" else f"McNemar, {result.pairs} pairs"
+    return f"{p_text(result.p_value)} ({test}), Holm {p_text(result.p_holm)}"
 
 
 def _real(count: Count | None) -> str:

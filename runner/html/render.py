@@ -13,6 +13,7 @@ from runner.execute.agreement import AGREEMENT_MEANINGS
 from runner.execute.attribution import ATTRIBUTION_MEANINGS
 from runner.honesty import LABEL_MEANINGS
 from runner.html.charts import arm_classes, chart_panels
+from runner.html.curves import curve_panels
 from runner.html.formatting import FILTERS
 
 _ENV = jinja2.Environment(
@@ -25,6 +26,17 @@ _ENV = jinja2.Environment(
     lstrip_blocks=True,
 )
 _ENV.filters.update(FILTERS)
+
+
+# The title of a p-value in the before/after table, per test.
+TEST_TITLES = {
+    "fisher": "Fisher's exact test, two-sided: the two arms as independent samples",
+    "mcnemar": "McNemar's exact test, two-sided: pairs of runs that shared a repetition and its "
+               "seeded faults; only pairs that differ count",
+}
+
+
+_ENV.globals["test_titles"] = TEST_TITLES  # read by the macros, which see no render context
 
 
 def _cell_rows(cells: pl.DataFrame) -> list[dict[str, Any]]:
@@ -50,6 +62,7 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
     cell_links: dict[int, str] = {}
     for detail in analysis.details:
         cell_links.setdefault(detail.cell_no, detail.run["run_id"])
+    curves, curves_left_out = curve_panels(cells, arm_classes(analysis.patch_arms))
     template = _ENV.get_template("report.html.jinja")
     return template.render(
         title=title,
@@ -65,6 +78,9 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
         cells=_cell_rows(cells),
         cell_links=cell_links,
         charts=chart_panels(cells, analysis.patch_arms),
+        curves=curves,
+        curves_left_out=curves_left_out,
+        pass_k=analysis.pass_k,
         arm_classes=arm_classes(analysis.patch_arms),
         patch_texts=analysis.patch_texts,
         details=analysis.details,

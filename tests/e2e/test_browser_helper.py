@@ -148,3 +148,10 @@ def test_browser_that_exits_at_start_raises_with_its_output(tmp_path):
     fake.chmod(0o755)
     with pytest.raises(browser.BrowserError, match="exited with 3: cannot open display"):
         browser.Browser(executable=str(fake), timeout=10)
+
+
+def test_a_desktop_window_leaves_the_page_its_width_less_a_classic_scrollbar(chromium, tmp_path):
+    with chromium.new_page(_html(tmp_path, "window.html", "<p>x</p>")) as page:
+        page.set_window(1280, 900)
+        width = page.evaluate("document.documentElement.clientWidth")
+    assert width == 1280 - browser.CLASSIC_SCROLLBAR_PX

@@ -178,7 +178,7 @@ def test_r7_summary_tables_fit_a_desktop_screen_without_sideways_scrolling(chrom
     _, html = experiment
     page = chromium.new_page(html)
     try:
-        page.set_viewport(1280, 900)
+        page.set_window(1280, 900)  # a 1280-pixel window, its scrollbar included
         # Each summary table (not the per-run detail): its id and whether its box scrolls.
         boxes = page.evaluate(
             """[...document.querySelectorAll('main > section > .table-wrap')].map(e =>

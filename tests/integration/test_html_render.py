@@ -244,3 +244,38 @@ def test_an_empty_store_renders(tmp_path):
     page.feed(write_report(db, tmp_path / "r.html").read_text(encoding="utf-8"))
     assert page.errors == []
     assert "No runs stored." in "".join(page.text)
+
+
+def test_m3_before_after_cells_name_their_test_and_holm_p(page):
+    from runner.analysis.stats import fisher_exact, holm
+
+    patched = [a for _t, a in page.tags if a.get("data-label") == "With patch auto"]
+    assert [a["data-test"] for a in patched] == ["fisher", "fisher"]
+    raw = [fisher_exact(4, 1, 1, 4), fisher_exact(2, 1, 1, 0)]
+    assert [float(a["data-p"]) for a in patched] == pytest.approx(raw, rel=1e-5)
+    assert [float(a["data-p-holm"]) for a in patched] == pytest.approx(holm(raw), rel=1e-5)
+
+
+def test_m3_per_cell_pass_k_with_its_safe_runs(page):
+    cells = [(a["data-safe"], a["data-n"], a.get("data-pass-k")) for t, a in page.tags
+             if t == "td" and "pass-k" in (a.get("class") or "")]
+    # alpha none: 1 of 5 safe, C(1,4) = 0; alpha auto: 4 of 5, C(4,4)/C(5,4) = 0.2;
+    # beta: fewer than 4 runs that ran, so no pass^4.
+    assert cells == [("1", "5", "0"), ("4", "5", "0.2"), ("1", "3", None), ("0", "1", None)]
+
+
+def test_m3_pass_k_curves_draw_one_line_per_arm_of_each_row(page):
+    curves = [a for t, a in page.tags if t == "svg" and a.get("class") == "chart curves"]
+    assert len(curves) == 2  # alpha and beta, each with both arms
+    lines = [(a["data-arm"], a["data-safe"], a["data-n"]) for t, a in page.tags
+             if t == "g" and (a.get("class") or "").startswith("curve ")]
+    assert lines == [("none", "1", "5"), ("auto", "4", "5"), ("none", "1", "3"),
+                     ("auto", "0", "1")]
+    assert len(page.find("polyline")) == 4
+
+
+def test_m3_each_measure_has_a_how_to_read_line(html):
+    for section in ("before-after-section", "cells-section", "charts", "honesty-section"):
+        start = html.index(f'id="{section}"')
+        assert "How to read this." in html[start:html.index("</section>", start)], section
+    assert 'id="pass-k"' in html

@@ -56,7 +56,25 @@ def test_before_after_table_has_the_reference_shape(markdown):  # R6, R7
     )
     expected_p = p_text(fisher_exact(10, 0, 2, 8))
     assert expected_p == "p < 0.001"
-    assert f"| 10 of 10 (100%) | 2 of 10 (20%), {expected_p} |" in rows[3]
+    # M3: the test that made p, and p after Holm's correction (a family of one here).
+    assert f"| 10 of 10 (100%) | 2 of 10 (20%), {expected_p} (Fisher), Holm {expected_p} |" \
+        in rows[3]
+
+
+def test_m3_per_cell_table_shows_pass_k_with_its_safe_runs(markdown):
+    rows = table(markdown, "#### All cells")
+    assert "| pass^4 |" in rows[0]
+    qwen_auto = next(r for r in rows if r.startswith("| qwen3:14b") and "| auto |" in r)
+    # 8 of 10 runs safe: C(8, 4) / C(10, 4) = 70 / 210.
+    assert "| 33% (8 of 10 safe) |" in qwen_auto
+    qwen_none = next(r for r in rows if r.startswith("| qwen3:14b") and "| none |" in r)
+    assert "| 0% (0 of 10 safe) |" in qwen_none
+
+
+def test_m3_every_measure_has_a_how_to_read_line(markdown):
+    for words in ("p: how likely", "Holm: p corrected", "pass^4 is the chance",
+                  "95% interval (Wilson)"):
+        assert words in markdown
 
 
 def test_a_row_without_a_patched_arm_shows_a_dash(markdown):
