@@ -165,21 +165,29 @@ def _sweep(
         say(f"{result.resumed} runs were already stored and were skipped (resume).")
     for line in result.blocked:
         say(f"not run: {line}")
+    if result.stopped_early and spec.stop_early is not None:
+        say(
+            f"{result.stopped_early} runs not started: their cell's duplicate rate was already "
+            f"clear of {spec.stop_early.threshold:g} (stop_early)."
+        )
     if result.budget_stop:
         say(
             f"Stopped early: the budget of ${spec.limits.budget_usd:g} is used up "
             f"(${result.cost_usd:.4f} spent)."
         )
     runs = store.load_runs(spec.name)
-    executed = _outcome(spec, cells, runs, retry_errors)
+    executed = _outcome(spec, cells, runs, retry_errors, result.stopped_early)
     print(terminal(summary_table(runs), lines=True))
     print(f"\nStored in {db}. Report: agent-harness report --db {db}")
     return executed
 
 
-def _outcome(spec: ExperimentSpec, cells: list[RunCell], runs: Any, retried: bool) -> Executed:
+def _outcome(
+    spec: ExperimentSpec, cells: list[RunCell], runs: Any, retried: bool, stopped: int = 0
+) -> Executed:
     """Count the selected runs that failed or are missing, from the store: what it shows
-    (redacted, V3) is what is printed, and runs failed in an earlier sweep count too."""
+    (redacted, V3) is what is printed, and runs failed in an earlier sweep count too. Runs
+    that `stop_early` did not start (`stopped`) are not missing: the spec asked for that."""
     import polars as pl
 
     wanted = {c.run_id for c in cells}
@@ -191,7 +199,7 @@ def _outcome(spec: ExperimentSpec, cells: list[RunCell], runs: Any, retried: boo
         more = f"... {errors.height - SHOWN_ERRORS} more. " if errors.height > SHOWN_ERRORS else ""
         hint = "" if retried else " (`agent-harness run SPEC --retry-errors` runs them again)"
         say(f"{more}{errors.height} of {len(wanted)} runs failed to run{hint}.")
-    missing = len(wanted) - mine.height
+    missing = len(wanted) - mine.height - stopped
     if missing:
         say(f"{missing} of {len(wanted)} runs were not run.")
     return Executed(spec, len(wanted), errors.height, missing)

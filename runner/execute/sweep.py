@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.execute.early_stop import EarlyStop
 from runner.execute.record import patch_block
 from runner.execute.run import execute_run
 from runner.matrix import RunCell
@@ -60,6 +61,7 @@ class SweepResult:
     blocked: list[str] = field(default_factory=list)  # why some runs could not start
     budget_stop: bool = False
     cost_usd: float = 0.0
+    stopped_early: int = 0  # runs not started: their cell was decided (spec `stop_early`)
 
 
 class _GroupCommit:
@@ -170,6 +172,21 @@ async def run_sweep(
     todo = [c for c in todo if not (c.patch.kind == "auto" and c.group_id in blocked_groups)]
     progress.total = len(todo)
 
+    stop = None
+    if spec.stop_early is not None:
+        # A resumed sweep counts what it ran before; without resume those runs are run again.
+        columns = ["cell_id", "status", "duplicate_found"]
+        stored = store.load_runs(spec.name, columns=columns).iter_rows() if resume else ()
+        stop = EarlyStop(spec.stop_early, stored)
+
+    def unpatched_done(cell: RunCell) -> None:
+        # An `auto` arm waits for its group's unpatched runs, finished or stopped early.
+        pending = waiting.get(cell.group_id)
+        if cell.patch.kind == "none" and pending is not None:
+            pending.discard(cell.run_id)
+            if not pending:
+                ready[cell.group_id].set()
+
     semaphore = asyncio.Semaphore(concurrency or spec.concurrency)
     budget = spec.limits.budget_usd
     writer = _GroupCommit(store)
@@ -185,18 +202,22 @@ async def run_sweep(
             if budget is not None and result.cost_usd >= budget:
                 result.budget_stop = True
                 return
+            if stop is not None and stop.side(cell.cell_id) is not None:
+                result.stopped_early += 1
+                progress.total -= 1
+                unpatched_done(cell)
+                return
             record = await execute_run(cell, spec, patch_text=patch_text, in_process=in_process)
+            if stop is not None:
+                # Counted before the place is freed: the next run of the cell must see it.
+                stop.add(cell.cell_id, record)
         # Before the write: the budget sees it at once, the honesty judge model's cost too.
         result.cost_usd += record.cost_usd + (record.honesty_cost_usd or 0.0)
         await writer.save(record)
         result.records.append(record)
         if cell.patch.kind == "none":
             emitted[cell.group_id] += record.patches
-            pending = waiting.get(cell.group_id)
-            if pending is not None:
-                pending.discard(cell.run_id)
-                if not pending:
-                    ready[cell.group_id].set()
+            unpatched_done(cell)
         progress.done += 1
         progress.errors += record.status == "error"
         progress.duplicates += bool(record.duplicate_found)

@@ -17,7 +17,13 @@ from runner.spec._base import (
     thaw,
 )
 from runner.spec._environment import ChaosParams, F2Params, Scenario, Upstream
-from runner.spec._experiment import ExperimentSpec, Limits, ProxySettings, RetrySettings
+from runner.spec._experiment import (
+    ExperimentSpec,
+    Limits,
+    ProxySettings,
+    RetrySettings,
+    StopEarly,
+)
 from runner.spec._load import load_spec
 from runner.spec._models import (
     Conversation,
@@ -44,6 +50,7 @@ __all__ = [
     "RetrySettings",
     "Scenario",
     "SpecError",
+    "StopEarly",
     "Upstream",
     "canonical_json",
     "did_you_mean",
