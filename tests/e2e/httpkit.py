@@ -49,19 +49,27 @@ class Running:
 
 
 @contextlib.asynccontextmanager
-async def running(argv: list[str], *, url: bool = True, **kwargs: Any) -> AsyncIterator[Running]:
-    """Start `argv`; with `url`, wait until it says where it listens."""
+async def running(
+    argv: list[str], *, url: bool = True, pattern: re.Pattern[str] = _URL, **kwargs: Any
+) -> AsyncIterator[Running]:
+    """Start `argv`; with `url`, wait until its output says where it listens (`pattern`).
+
+    stderr is read; a process that announces itself on stdout is started with
+    `stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT`.
+    """
+    kwargs.setdefault("stderr", asyncio.subprocess.PIPE)
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, **kwargs
+        *argv, stdin=asyncio.subprocess.DEVNULL, **kwargs
     )
     run = Running(proc)
 
     async def drain() -> None:
-        assert proc.stderr is not None
-        while line := await proc.stderr.readline():
+        stream = proc.stderr if proc.stderr is not None else proc.stdout
+        assert stream is not None
+        while line := await stream.readline():
             text = line.decode("utf-8", "replace").rstrip("\n")
             run.lines.append(text)
-            found = _URL.search(text)
+            found = pattern.search(text)
             if found and not run.url:
                 run.url = found.group(1)
             run._seen.set()
