@@ -9,6 +9,7 @@ a Ray worker executing one run, import the harness through here.
 from harness.events import CallReceived, FaultApplied
 from harness.events import read_jsonl as read_event_log
 from harness.faults import MAX_RETRY_AFTER_S, PlanConfig
+from harness.http.headers import HeaderSpec, valid_header_name
 from harness.identity import value_key
 from harness.proxy.args import ProxyConfig, parse, proxy_argv
 from harness.proxy.hosting import InProcessProxy, in_process_proxy, proxy_command
@@ -20,6 +21,7 @@ __all__ = [
     "CallReceived",
     "ClassifierConfig",
     "FaultApplied",
+    "HeaderSpec",
     "InProcessProxy",
     "PlanConfig",
     "ProxyConfig",
@@ -28,5 +30,6 @@ __all__ = [
     "proxy_argv",
     "proxy_command",
     "read_event_log",
+    "valid_header_name",
     "value_key",
 ]

@@ -8,9 +8,11 @@ the proxy and the upstream can also be hosted in this process over memory stream
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import os
+import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,18 +20,22 @@ from typing import Any
 
 from harness.proxy import (
     ClassifierConfig,
+    HeaderSpec,
     PlanConfig,
     ProxyConfig,
     in_process_proxy,
     proxy_command,
 )
 
+SERVE_TIMEOUT_S = 60.0  # for a built-in upstream started over HTTP to say where it listens
+_LISTENING = re.compile(r"listening on (http://\S+)")
+
 
 @dataclass(frozen=True)
 class ProxyTarget:
     """Everything needed to put a proxy in front of one upstream for one run."""
 
-    upstream_command: str
+    upstream_command: str | None
     upstream_args: tuple[str, ...]
     upstream_env: dict[str, str]
     upstream_cwd: str | None
@@ -38,6 +44,11 @@ class ProxyTarget:
     upstream_timeout_s: float
     builtin_kind: str | None = None  # set for the built-in reference upstreams
     builtin_db: Path | None = None
+    upstream_url: str | None = None  # H1: an upstream spoken to over streamable HTTP
+    upstream_headers: tuple[HeaderSpec, ...] = ()
+    # A built-in upstream served over HTTP: the command that serves it (its URL is known once
+    # it listens, so the run starts it before the proxy).
+    serve_over_http: tuple[str, ...] | None = None
 
     def proxy_config(self, report_file: Path | None, event_log: Path | None) -> ProxyConfig:
         return ProxyConfig(
@@ -45,6 +56,8 @@ class ProxyTarget:
             upstream_args=self.upstream_args,
             upstream_cwd=self.upstream_cwd,
             upstream_env=dict(self.upstream_env),
+            upstream_url=self.upstream_url,
+            upstream_headers=self.upstream_headers,
             plan=self.plan,
             classifier=self.classifier,
             audit_tools=False,
@@ -114,19 +127,68 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
         workdir / "events.jsonl",
         workdir / "proxy.stderr",
     )
-    # The upstream's env goes in through the proxy's own environment (which the upstream
-    # inherits, X2), not its command line: any local user can read a command line (V3).
-    argv = proxy_command(dataclasses.replace(target.proxy_config(report, events), upstream_env={}))
-    params = StdioServerParameters(
-        command=argv[0], args=argv[1:], env={**os.environ, **target.upstream_env},
-        cwd=str(workdir),
-    )
     sent: dict[str, str | None] = {}
-    with stderr_path.open("w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, CallTap(write, sent)) as session:
-                await session.initialize()
-                yield Connection(session, report, events, stderr_path, sent_calls=sent)
+    async with contextlib.AsyncExitStack() as stack:
+        # The upstream's env goes in through the proxy's own environment (which the upstream
+        # inherits, X2), not its command line: any local user can read a command line (V3).
+        config = dataclasses.replace(target.proxy_config(report, events), upstream_env={})
+        if target.serve_over_http is not None:
+            url = await stack.enter_async_context(
+                served_over_http(list(target.serve_over_http), workdir / "upstream.stderr")
+            )
+            config = dataclasses.replace(
+                config, upstream_command=None, upstream_args=(), upstream_url=url
+            )
+        argv = proxy_command(config)
+        params = StdioServerParameters(
+            command=argv[0], args=argv[1:], env={**os.environ, **target.upstream_env},
+            cwd=str(workdir),
+        )
+        errlog = stack.enter_context(stderr_path.open("w"))
+        read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        session = await stack.enter_async_context(ClientSession(read, CallTap(write, sent)))
+        await session.initialize()
+        yield Connection(session, report, events, stderr_path, sent_calls=sent)
+
+
+@contextlib.asynccontextmanager
+async def served_over_http(argv: list[str], stderr_path: Path) -> AsyncIterator[str]:
+    """Run an upstream that serves streamable HTTP; its URL, once it says where it listens."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    lines: list[bytes] = []
+    try:
+        async with asyncio.timeout(SERVE_TIMEOUT_S):
+            while line := await proc.stderr.readline():
+                lines.append(line)
+                if found := _LISTENING.search(line.decode("utf-8", "replace")):
+                    break
+            else:
+                tail = b"".join(lines[-5:]).decode("utf-8", "replace").strip()
+                raise RuntimeError(f"the upstream ended before it listened: {tail}")
+        drain = asyncio.create_task(_keep(proc.stderr, stderr_path, lines))
+        yield found.group(1)
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 5)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        if "drain" in locals():
+            await drain
+
+
+async def _keep(stream: asyncio.StreamReader, path: Path, lines: list[bytes]) -> None:
+    """Keep reading a child's stderr (so it never blocks) into a file for error reports."""
+    with path.open("wb") as out:
+        out.writelines(lines)
+        while line := await stream.readline():
+            out.write(line)
 
 
 @contextlib.asynccontextmanager

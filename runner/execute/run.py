@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__, jsonutil
-from harness.proxy import DEFAULT_KEY_FIELDS, ClassifierConfig, PlanConfig
+from harness.proxy import DEFAULT_KEY_FIELDS, ClassifierConfig, HeaderSpec, PlanConfig
 from runner.agent.loop import (
     AgentResult,
     LoopLimits,
@@ -67,7 +67,7 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
         "upstream_timeout_s": spec.limits.upstream_timeout_s,
     }
     if upstream.builtin is not None:
-        from runner.upstreams import stdio_command
+        from runner.upstreams import http_command, stdio_command
 
         db = workdir / "upstream.sqlite"
         command = stdio_command(upstream.builtin, db)
@@ -78,6 +78,23 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
             upstream_cwd=None,
             builtin_kind=upstream.builtin,
             builtin_db=db,
+            serve_over_http=tuple(http_command(upstream.builtin, db))
+            if upstream.transport == "http"
+            else None,
+            **common,
+        )
+    if upstream.url is not None:
+        return ProxyTarget(
+            upstream_command=None,
+            upstream_args=(),
+            upstream_env={},
+            upstream_cwd=None,
+            upstream_url=upstream.url,
+            # V3: the proxy reads each value from the runner's environment; only names travel.
+            upstream_headers=tuple(
+                HeaderSpec(name, env=value.removeprefix("os.environ/"))
+                for name, value in upstream.headers.items()
+            ),
             **common,
         )
     return ProxyTarget(
@@ -91,7 +108,8 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
 
 def uses_in_process(cell: RunCell, spec: ExperimentSpec, override: str | None = None) -> bool:
     mode = override or spec.proxy.in_process
-    return cell.upstream.builtin is not None and mode in ("auto", "always")
+    builtin_stdio = cell.upstream.builtin is not None and cell.upstream.transport == "stdio"
+    return builtin_stdio and mode in ("auto", "always")
 
 
 def system_prompt(cell: RunCell, patch_text: str | None) -> str:

@@ -70,10 +70,12 @@ def _combinations(spec: ExperimentSpec) -> Iterator[Problem]:
         why = "`auto` inserts the patches of this experiment's unpatched runs"
         yield ("patches", kinds.index("auto")), f"{why}: add the `none` arm"
     if spec.proxy.in_process == "always":
-        commands = [u.name for u in spec.upstreams if u.builtin is None]
-        if commands:
-            why = "`always` can host only built-in upstreams in process"
-            yield ("proxy", "in_process"), f"{why}; {commands[0]!r} is a command"
+        others = [u for u in spec.upstreams if u.builtin is None or u.transport != "stdio"]
+        if others:
+            why = "`always` can host only built-in upstreams served over stdio in process"
+            what = "a command" if others[0].command else (
+                "a URL" if others[0].url else "served over HTTP")  # fmt: skip
+            yield ("proxy", "in_process"), f"{why}; {others[0].name!r} is {what}"
     yield from _pairings(spec)
     if spec.retry.max_backoff_s < spec.retry.backoff_s:
         yield ("retry", "max_backoff_s"), "must not be below `backoff_s`"

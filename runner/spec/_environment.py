@@ -32,12 +32,18 @@ def _no_commas(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
 CommaFree = Annotated[tuple[str, ...] | None, AfterValidator(_no_commas)]
 
 
+ENV_REFERENCE = "os.environ/"  # litellm's spelling of "the value of this variable"
+
+
 class Upstream(Frozen):
-    """The MCP server behind the proxy: a built-in kind or a command, plus tool overrides."""
+    """The MCP server behind the proxy: a built-in kind, a command or a URL, plus overrides."""
 
     name: SafeName
     builtin: str | None = None
     command: Name | None = None
+    url: Text | None = None  # a streamable HTTP endpoint (H1)
+    headers: FrozenStrMap = Field(default_factory=FrozenDict)  # for `url`: os.environ/NAME
+    transport: Literal["stdio", "http"] = "stdio"  # how a built-in is served to the proxy
     args: tuple[str, ...] = list_field(default=())
     env: FrozenStrMap = Field(default_factory=FrozenDict)
     cwd: Text | None = None  # like `command`, relative to where the runner is started
@@ -67,12 +73,49 @@ class Upstream(Frozen):
             raise ValueError("environment variable names must be non-empty and contain no '='")
         return env
 
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        from urllib.parse import urlsplit
+
+        if url is not None:
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError("`url` must be an http:// or https:// URL")
+            if parts.username is not None or parts.password is not None:
+                raise ValueError(  # V3: a credential in a URL would be stored with the spec
+                    "`url` must not carry a user name or password; send credentials in "
+                    "`headers` (os.environ/NAME)"
+                )
+        return url
+
+    @field_validator("headers")
+    @classmethod
+    def _headers_from_environment(cls, headers: FrozenDict) -> FrozenDict:
+        from harness.proxy import valid_header_name
+
+        for name, value in headers.items():
+            if not valid_header_name(name):
+                raise ValueError(f"{name!r} is not an HTTP header name")
+            variable = value[len(ENV_REFERENCE) :] if value.startswith(ENV_REFERENCE) else ""
+            if not variable or "=" in variable:
+                raise ValueError(  # V3: secrets stay out of specs, stores and command lines
+                    f"header {name}: give its value as os.environ/NAME (the runner's "
+                    f"environment variable NAME holds it), not the value itself"
+                )
+        return headers
+
     @model_validator(mode="after")
     def _one_kind(self) -> Upstream:
-        if (self.builtin is None) == (self.command is None):
-            raise ValueError("an upstream needs exactly one of `builtin` and `command`")
-        if self.builtin is not None and (self.args or self.env or self.cwd is not None):
-            raise ValueError("a built-in upstream takes no `args`, `env` or `cwd`")
+        if sum(x is not None for x in (self.builtin, self.command, self.url)) != 1:
+            raise ValueError("an upstream needs exactly one of `builtin`, `command` and `url`")
+        if self.command is None and (self.args or self.env or self.cwd is not None):
+            raise ValueError("only a `command` upstream takes `args`, `env` or `cwd`")
+        if self.url is None and self.headers:
+            raise ValueError("`headers` go with a `url` upstream")
+        if self.builtin is None and self.transport != "stdio":
+            raise ValueError("`transport` chooses how a built-in upstream is served; a `url` "
+                             "is HTTP and a `command` stdio already")  # fmt: skip
         return self
 
     def identity(self) -> Any:

@@ -2,7 +2,8 @@
 
 Kinds: `booking` (not idempotent, search by guest and date), `booking-nosearch` (lookup by id
 only) and `payment` (idempotency keys). Serve one over stdio with
-`python -m runner.upstreams KIND --db PATH`, or in process with `serve(...)`; ask the ledger
+`python -m runner.upstreams KIND --db PATH` (add `--http 127.0.0.1:0` for streamable HTTP), or
+in process with `serve(...)`; ask the ledger
 what really happened with `ground_truth(...)` and `real_rows(...)`.
 """
 
@@ -12,6 +13,7 @@ from runner.upstreams._registry import (
     BuiltinUpstream,
     builtin,
     ground_truth,
+    http_command,
     real_rows,
     serve,
     stdio_command,
@@ -23,6 +25,7 @@ __all__ = [
     "builtin",
     "clean_text",
     "ground_truth",
+    "http_command",
     "match_key",
     "real_rows",
     "serve",

@@ -1,4 +1,5 @@
-"""`python -m runner.upstreams KIND --db PATH`: serve a built-in upstream over stdio."""
+"""`python -m runner.upstreams KIND --db PATH [--http HOST:PORT]`: serve a built-in upstream
+over stdio, or over streamable HTTP."""
 
 from __future__ import annotations
 
@@ -14,14 +15,26 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     kinds = "\n".join(f"  {k}: {u.description}" for k, u in BUILTIN_UPSTREAMS.items())
     parser = argparse.ArgumentParser(
         prog="python -m runner.upstreams",
-        description="Serve a built-in reference MCP server over stdio.\n\nkinds:\n" + kinds,
+        description="Serve a built-in reference MCP server over stdio (or HTTP).\n\nkinds:\n"
+        + kinds,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("kind", choices=sorted(BUILTIN_UPSTREAMS))
     parser.add_argument(
         "--db", required=True, help="SQLite ledger file; created with its schema if missing"
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--http", metavar="HOST:PORT", default=None,
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (port 0: any free "
+        "port; the URL is printed on stderr)",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.http is not None:
+        host, colon, port = args.http.rpartition(":")
+        if not colon or not port.isdigit():
+            parser.error(f"--http expects HOST:PORT, got {args.http!r}")
+        args.http = (host.strip("[]") or "127.0.0.1", int(port))
+    return args
 
 
 async def _serve_stdio(kind: str, db: str) -> None:
@@ -32,6 +45,11 @@ async def _serve_stdio(kind: str, db: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line and serve until stdin closes."""
     args = _parse(argv)
+    if args.http is not None:
+        from runner.upstreams._http import serve_http
+
+        serve_http(args.kind, args.db, *args.http)
+        return
     anyio.run(_serve_stdio, args.kind, args.db)
 
 

@@ -73,6 +73,11 @@ def stdio_command(kind: str, db_path: str | Path) -> list[str]:
     return [sys.executable, "-m", "runner.upstreams", kind, "--db", str(db_path)]
 
 
+def http_command(kind: str, db_path: str | Path) -> list[str]:
+    """The command line that serves KIND over streamable HTTP on a free local port (H1)."""
+    return [*stdio_command(kind, db_path), "--http", "127.0.0.1:0"]
+
+
 async def serve(
     kind: str,
     db_path: str | Path,

@@ -335,7 +335,32 @@ ERROR_CASES = [
         "both builtin and command",
         spec_text(upstreams="\n  - {name: u, builtin: booking, command: srv}  " + MARK),
         "upstreams[0]",
-        "exactly one of `builtin` and `command`",
+        "exactly one of `builtin`, `command` and `url`",
+    ),
+    (
+        "a URL with a secret header value",
+        spec_text(upstreams="\n  - name: u\n    url: http://127.0.0.1:9/mcp\n    headers:  " + MARK
+                            + "\n      Authorization: Bearer abc"),
+        "upstreams[0].headers",
+        "give its value as os.environ/NAME",
+    ),
+    (
+        "a URL with a password in it",
+        spec_text(upstreams="\n  - name: u\n    url: https://me:pw@mcp.example/mcp  " + MARK),
+        "upstreams[0].url",
+        "must not carry a user name or password",
+    ),
+    (
+        "a URL that is not HTTP",
+        spec_text(upstreams="\n  - name: u\n    url: ftp://mcp.example/mcp  " + MARK),
+        "upstreams[0].url",
+        "must be an http:// or https:// URL",
+    ),
+    (
+        "a command served over HTTP",
+        spec_text(upstreams="\n  - {name: u, command: srv, transport: http}  " + MARK),
+        "upstreams[0]",
+        "`transport` chooses how a built-in upstream is served",
     ),
     (
         "unknown builtin",
@@ -347,7 +372,7 @@ ERROR_CASES = [
         "builtin with a command's settings",
         spec_text(upstreams="\n  - {name: u, builtin: booking, args: [x]}  " + MARK),
         "upstreams[0]",
-        "a built-in upstream takes no `args`",
+        "only a `command` upstream takes `args`",
     ),
     (
         "a tool glob the proxy flag cannot carry",
