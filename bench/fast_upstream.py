@@ -1,6 +1,7 @@
-"""A minimal stdio MCP server for the proxy benchmark: answers in microseconds, no SDK.
+"""A minimal MCP server for the proxy benchmarks: answers in microseconds, no SDK.
 
-    python bench/fast_upstream.py
+    python bench/fast_upstream.py                     # stdio
+    python bench/fast_upstream.py --http 127.0.0.1:0  # streamable HTTP, plain JSON answers
 
 Reads newline-delimited JSON-RPC on stdin, answers `initialize`, `tools/list`, `tools/call`
 and `ping` on stdout, ignores notifications. `create_booking` (a write by name, C4) and
@@ -42,8 +43,45 @@ def answer(message: dict) -> dict | None:
     return {"jsonrpc": "2.0", "id": message["id"], "result": result}
 
 
+def serve_http(address: str) -> None:
+    """The same answers over streamable HTTP (aiohttp), one session, JSON bodies."""
+    import asyncio
+
+    from aiohttp import web
+
+    host, _, port = address.rpartition(":")
+
+    async def post(request: web.Request) -> web.Response:
+        reply = answer(json.loads(await request.read()))
+        if reply is None:
+            return web.Response(status=202)
+        headers = {"Mcp-Session-Id": "bench"} if "protocolVersion" in reply["result"] else {}
+        body = json.dumps(reply, separators=(",", ":"))
+        return web.Response(text=body, content_type="application/json", headers=headers)
+
+    async def get(request: web.Request) -> web.Response:
+        return web.Response(status=405)
+
+    async def run() -> None:
+        app = web.Application()
+        app.router.add_post("/mcp", post)
+        app.router.add_get("/mcp", get)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host or "127.0.0.1", int(port))
+        await site.start()
+        bound = site._server.sockets[0].getsockname()[1]  # noqa: SLF001
+        print(f"listening on http://{host or '127.0.0.1'}:{bound}/mcp", file=sys.stderr, flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(run())
+
+
 def main() -> None:
-    """Serve stdin/stdout until EOF."""
+    """Serve stdin/stdout until EOF (or HTTP with --http HOST:PORT)."""
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        serve_http(sys.argv[2])
+        return
     read, write, flush = sys.stdin.buffer.readline, sys.stdout.buffer.write, sys.stdout.flush
     while line := read():
         if not line.strip():
