@@ -99,17 +99,16 @@ class Stream:
                 body=line, status=self._status(line), content_type="application/json",
                 headers=self.headers,
             )  # fmt: skip
+        if last:  # the whole stream is known: one response, no chunked writes
+            self.done = True
+            body = sse.priming(f"{self.id}_0") if self.prime else b""
+            return web.Response(body=body + self._event(line), headers={**SSE_HEADERS, **self.headers})
         response = await self._open(request)
         try:
             if self.prime:
                 await response.write(sse.priming(f"{self.id}_0"))
             await self._send(response, line)
-            if not last:
-                await self.pump(response)
-            else:
-                self.done = True
-                with contextlib.suppress(ConnectionError, RuntimeError):
-                    await response.write_eof()
+            await self.pump(response)
         finally:
             self.attached = False
         return response
@@ -176,12 +175,16 @@ class Stream:
         )  # fmt: skip
 
     async def _send(self, response: web.StreamResponse, line: bytes) -> None:
+        await response.write(self._event(line))
+
+    def _event(self, line: bytes) -> bytes:
+        """The SSE event for a message; numbered and kept for replay when resumable."""
         self.count += 1
         event_id = None
         if self.prime:
             event_id = f"{self.id}_{self.count}"
             self.sent.append((self.count, bytes(line)))
-        await response.write(sse.encode(line, event_id=event_id))
+        return sse.encode(line, event_id=event_id)
 
     def _prefers_json(self, line: bytes) -> bool:
         kind = getattr(line, "content_type", None)
