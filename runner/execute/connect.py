@@ -49,6 +49,7 @@ class ProxyTarget:
     # A built-in upstream served over HTTP: the command that serves it (its URL is known once
     # it listens, so the run starts it before the proxy).
     serve_over_http: tuple[str, ...] | None = None
+    agent_over_http: bool = False  # the agent reaches the proxy over HTTP (proxy --listen)
 
     def proxy_config(self, report_file: Path | None, event_log: Path | None) -> ProxyConfig:
         return ProxyConfig(
@@ -139,24 +140,59 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
             config = dataclasses.replace(
                 config, upstream_command=None, upstream_args=(), upstream_url=url
             )
-        argv = proxy_command(config)
-        params = StdioServerParameters(
-            command=argv[0], args=argv[1:], env={**os.environ, **target.upstream_env},
-            cwd=str(workdir),
-        )
-        errlog = stack.enter_context(stderr_path.open("w"))
-        read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        env = {**os.environ, **target.upstream_env}
+        if target.agent_over_http:
+            read, write = await stack.enter_async_context(
+                _over_http(dataclasses.replace(config, listen=("127.0.0.1", 0)), env, workdir,
+                           stderr_path)  # fmt: skip
+            )
+        else:
+            argv = proxy_command(config)
+            params = StdioServerParameters(
+                command=argv[0], args=argv[1:], env=env, cwd=str(workdir)
+            )
+            errlog = stack.enter_context(stderr_path.open("w"))
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         session = await stack.enter_async_context(ClientSession(read, CallTap(write, sent)))
         await session.initialize()
         yield Connection(session, report, events, stderr_path, sent_calls=sent)
 
 
 @contextlib.asynccontextmanager
-async def served_over_http(argv: list[str], stderr_path: Path) -> AsyncIterator[str]:
-    """Run an upstream that serves streamable HTTP; its URL, once it says where it listens."""
+async def _over_http(
+    config: ProxyConfig, env: dict[str, str], workdir: Path, stderr_path: Path
+) -> AsyncIterator[tuple[Any, Any]]:
+    """`proxy --listen` as a subprocess and the SDK's streamable HTTP client to it (H1).
+
+    The proxy ends its run on SIGTERM (an HTTP agent has no end of input) and then writes its
+    final report; the client's session is closed first.
+    """
+    import signal
+
+    from mcp.client.streamable_http import streamable_http_client
+
+    argv = proxy_command(config)
+    async with served_over_http(argv, stderr_path, env=env, cwd=workdir, sig=signal.SIGTERM) as url:
+        async with streamable_http_client(url) as (read, write):
+            yield read, write
+
+
+@contextlib.asynccontextmanager
+async def served_over_http(
+    argv: list[str],
+    stderr_path: Path,
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    sig: int | None = None,
+) -> AsyncIterator[str]:
+    """Run a process that serves streamable HTTP; its URL, once it says where it listens.
+
+    At the end it gets `sig` (SIGTERM by default) and a few seconds to finish.
+    """
     proc = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True, env=env, cwd=cwd,
     )  # fmt: skip
     assert proc.stderr is not None
     lines: list[bytes] = []
@@ -173,9 +209,9 @@ async def served_over_http(argv: list[str], stderr_path: Path) -> AsyncIterator[
         yield found.group(1)
     finally:
         if proc.returncode is None:
-            proc.terminate()
+            proc.send_signal(sig) if sig is not None else proc.terminate()
             try:
-                await asyncio.wait_for(proc.wait(), 5)
+                await asyncio.wait_for(proc.wait(), SERVE_TIMEOUT_S / 4)
             except TimeoutError:
                 proc.kill()
                 await proc.wait()

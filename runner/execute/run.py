@@ -62,6 +62,7 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
         key_fields=tuple(upstream.key_fields) if upstream.key_fields else DEFAULT_KEY_FIELDS,
     )
     common = {
+        "agent_over_http": spec.proxy.agent == "http",
         "plan": plan,
         "classifier": classifier,
         "upstream_timeout_s": spec.limits.upstream_timeout_s,
@@ -109,7 +110,7 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
 def uses_in_process(cell: RunCell, spec: ExperimentSpec, override: str | None = None) -> bool:
     mode = override or spec.proxy.in_process
     builtin_stdio = cell.upstream.builtin is not None and cell.upstream.transport == "stdio"
-    return builtin_stdio and mode in ("auto", "always")
+    return builtin_stdio and spec.proxy.agent == "stdio" and mode in ("auto", "always")
 
 
 def system_prompt(cell: RunCell, patch_text: str | None) -> str:

@@ -69,7 +69,9 @@ def _combinations(spec: ExperimentSpec) -> Iterator[Problem]:
     if "auto" in kinds and "none" not in kinds:
         why = "`auto` inserts the patches of this experiment's unpatched runs"
         yield ("patches", kinds.index("auto")), f"{why}: add the `none` arm"
-    if spec.proxy.in_process == "always":
+    if spec.proxy.in_process == "always" and spec.proxy.agent == "http":
+        yield ("proxy", "in_process"), "`always` hosts the proxy in process: no HTTP agent side"
+    elif spec.proxy.in_process == "always":
         others = [u for u in spec.upstreams if u.builtin is None or u.transport != "stdio"]
         if others:
             why = "`always` can host only built-in upstreams served over stdio in process"

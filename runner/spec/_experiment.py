@@ -52,6 +52,8 @@ class ProxySettings(Frozen):
     fault_delay_ms: int = Field(default=0, ge=0, le=600_000)
     audit_tools: Literal["on", "off"] = "off"
     in_process: Literal["auto", "always", "never"] = "auto"
+    # How the agent reaches the proxy: stdio, or streamable HTTP to `proxy --listen` (H1).
+    agent: Literal["stdio", "http"] = "stdio"
 
     @field_validator("audit_tools", mode="before")
     @classmethod

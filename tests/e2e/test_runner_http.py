@@ -30,14 +30,17 @@ def run_cli(bin_path: Path, spec: Path, db: Path, env: dict[str, str]) -> subpro
     )  # fmt: skip
 
 
-def test_h1_r4_a_builtin_upstream_served_over_http_gives_verdicts_that_match_its_rows(
-    agent_harness_bin, tmp_path
-):  # H1 R3 R4
+@pytest.mark.parametrize(("agent", "transport"), [("stdio", "http"), ("http", "stdio"),
+                                                  ("http", "http")])  # fmt: skip
+def test_h1_r4_runs_over_http_give_verdicts_that_match_the_rows(
+    agent, transport, agent_harness_bin, tmp_path
+):  # H1 R3 R4: the agent to `proxy --listen`, the proxy to a built-in served over HTTP, or both
     spec = write_spec(
         tmp_path, "http-builtin",
         models=["scripted/careful", "scripted/naive"],
-        upstreams=[{"name": "booking", "builtin": "booking", "transport": "http"}],
+        upstreams=[{"name": "booking", "builtin": "booking", "transport": transport}],
         conversations=[{"name": "single", "user": REQUEST}],
+        proxy={"agent": agent},
     )  # fmt: skip
     db = tmp_path / "runs.duckdb"
     done = run_cli(agent_harness_bin, spec, db, cli_env())
