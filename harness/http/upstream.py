@@ -79,6 +79,13 @@ class HttpUpstream:
         self._tasks: set[asyncio.Task[None]] = set()
         self._get_started = False
         self._closed = False
+        # A stdio agent cannot open a new session when the upstream forgets its own: the
+        # proxy repeats the agent's initialize for it (H1). An HTTP agent gets the 404.
+        self._handshake: dict[str, Any] | None = None
+        self._agent_on_http = False
+        self._session_ready = asyncio.Event()
+        self._session_ready.set()
+        self._renewals = 0
         self._http = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S),
@@ -167,6 +174,9 @@ class HttpUpstream:
 
     def _spawn_request(self, line: bytes, message: dict[str, Any]) -> None:
         rpc_id = message["id"]
+        if message.get("method") == "initialize":
+            self._handshake = message
+            self._agent_on_http = getattr(line, "mcp_headers", None) is not None
         key = id_key(rpc_id)
         modern = h.envelope_version(message) is not None
         task = self._spawn(self._post_request(line, message, rpc_id, key))
@@ -216,6 +226,7 @@ class HttpUpstream:
     async def _post_request(
         self, line: bytes, message: dict[str, Any], rpc_id: Any, key: tuple[str, Any]
     ) -> None:
+        await self._session_ready.wait()
         headers = {**self._headers_for(line, message), "Content-Type": "application/json"}
         try:
             async with self._http.post(self.url, data=bytes(line), headers=headers) as resp:
@@ -256,6 +267,11 @@ class HttpUpstream:
         status = resp.status
         body = one_line(await self._read_all(resp)) if kind == "application/json" else b""
         parsed = peek(body) if body else None
+        if status == 404 and self.session_id is not None and h.envelope_version(message) is None:
+            self.last_error = "the upstream ended the session (HTTP 404 for its session id)"
+            self._log(f"WARNING: {self.describe_exit()}")
+            if not self._agent_on_http and self._handshake is not None:
+                self._spawn(self._renew_session(resp.request_info.headers.get(h.SESSION_HEADER)))
         if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
             if parsed.get("id") != rpc_id:  # a server that could not read the id says null
                 parsed["id"] = rpc_id
@@ -263,8 +279,6 @@ class HttpUpstream:
             self._deliver(tagged(body, related=rpc_id, http_status=status, content_type="json"))
             return
         if status == 404 and self.session_id is not None and h.envelope_version(message) is None:
-            self.last_error = "the upstream ended the session (HTTP 404 for its session id)"
-            self._log(f"WARNING: {self.describe_exit()}")
             self._error(rpc_id, INVALID_REQUEST, "Session terminated", status=404)
             return
         self.last_error = f"HTTP {status} {resp.reason or ''}".strip()
@@ -318,9 +332,45 @@ class HttpUpstream:
             self._deliver(tagged(data, related=rpc_id))
         return False
 
+    async def _renew_session(self, lost: str | None) -> None:
+        """Open a new upstream session with the agent's own initialize (a stdio agent's).
+
+        The request that met the 404 is not sent again: the agent got an error for it and
+        decides. Later messages wait until the new session is there.
+        """
+        if lost is None or lost != self.session_id or not self._session_ready.is_set():
+            return  # another request already renewed it, or is renewing it
+        assert self._handshake is not None
+        self._session_ready.clear()
+        self._renewals += 1
+        body = {**self._handshake, "id": f"agent-harness-renew-{self._renewals}"}
+        try:
+            async with self._http.post(
+                self.url, json=body,
+                headers={"Accept": "application/json, text/event-stream", **self._auth},
+            ) as resp:  # fmt: skip
+                await resp.read()
+                if resp.status >= 300 or h.SESSION_HEADER not in resp.headers:
+                    self._log(f"WARNING: could not open a new upstream session: HTTP {resp.status}")
+                    return
+                self.session_id = resp.headers[h.SESSION_HEADER]
+            notice = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            headers = {**self._base_headers(), "Content-Type": "application/json"}
+            async with self._http.post(self.url, json=notice, headers=headers):
+                pass
+            self._log("the upstream forgot its session: opened a new one with the agent's "
+                      "initialize (the call that met the 404 was not sent again)")  # fmt: skip
+            if self._get_started:
+                self._spawn(self._get_stream())
+        except (aiohttp.ClientError, OSError) as exc:
+            self._log(f"WARNING: could not open a new upstream session: {exc}")
+        finally:
+            self._session_ready.set()
+
     # -- messages that are not requests --------------------------------------------------------
 
     async def _post_other(self, line: bytes, message: Any) -> None:
+        await self._session_ready.wait()
         headers = {**self._headers_for(line, message), "Content-Type": "application/json"}
         try:
             async with self._http.post(self.url, data=bytes(line), headers=headers) as resp:

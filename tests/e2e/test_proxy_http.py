@@ -261,3 +261,22 @@ async def test_x8_h1_an_unreachable_upstream_url_fails_at_start_with_one_line(
     errors = [line for line in proxy.lines if "ERROR" in line]
     assert len(errors) == 1 and "cannot reach upstream" in errors[0]
     assert "Traceback" not in proxy.stderr
+
+
+async def test_h1_a_stdio_agent_gets_a_new_upstream_session_when_the_upstream_forgets_its_own(
+    tmp_path, agent_harness_bin
+):  # H1: the stdio agent cannot re-initialise; the proxy does it, and sends nothing twice
+    truth = tmp_path / "truth.jsonl"
+    # POSTs 1-3: initialize, initialized, the proxy's own tools/list; 4: the first booking.
+    async with running(counting_server_argv(truth, "--forget-session-after", "4")) as upstream:
+        argv = [str(agent_harness_bin), "proxy", "--upstream-url", upstream.url,
+                "--audit-tools", "off"]  # fmt: skip
+        async with mcp_client(argv=argv) as client:
+            first = await client.call_tool("create_booking", BOOK)
+            assert not first.is_error
+            lost = await client.call_tool("create_booking", {**BOOK, "guest": "Bob"})
+            assert lost.is_error  # met the 404: answered with an error, not re-sent
+            again = await client.call_tool("create_booking", {**BOOK, "guest": "Cy"})
+            assert not again.is_error  # a new upstream session
+    guests = [row["arguments"]["guest"] for row in executions(truth, "create_booking")]
+    assert guests == ["Ann", "Cy"]

@@ -98,6 +98,7 @@ class Options:
     http: tuple[str, int] | None = None
     json_response: bool = False
     require_header: tuple[str, str] | None = None
+    forget_session_after: int = 0
 
 
 Handler = Callable[[ServerRequestContext[Any], dict[str, Any]], Awaitable[types.CallToolResult]]
@@ -324,6 +325,9 @@ def parse(argv: list[str] | None = None) -> Options:
                    help="with --http: answer requests with plain JSON instead of SSE streams")
     p.add_argument("--require-header", default=None, metavar="NAME:VALUE",
                    help="with --http: answer 401 to any request without this header")
+    p.add_argument("--forget-session-after", type=int, default=0, metavar="N",
+                   help="with --http: after N POSTs in a session, answer 404 for its id (as a "
+                        "server whose session expired does); 0: never")
     a = p.parse_args(argv)
     if a.page_size < 0 or a.slow_ms < 0 or a.big_bytes < 0:
         p.error("--page-size, --slow-ms and --big-bytes must not be negative")
@@ -333,6 +337,7 @@ def parse(argv: list[str] | None = None) -> Options:
         fail_after_write=a.fail_after_write, slow_ms=a.slow_ms, big_bytes=a.big_bytes,
         fsync=not a.no_fsync, json_response=a.json_response,
         require_header=tuple(a.require_header.split(":", 1)) if a.require_header else None,
+        forget_session_after=a.forget_session_after,
         http=(a.http.rpartition(":")[0] or "127.0.0.1", int(a.http.rpartition(":")[2]))
         if a.http else None,
     )
@@ -378,6 +383,27 @@ class _RequireHeader:
         await self.app(scope, receive, send)
 
 
+class _ForgetSessions:
+    """ASGI wrapper: a session's id is unknown (404) after it carried N POSTs."""
+
+    def __init__(self, app: Any, after: int) -> None:
+        self.app, self.after = app, after
+        self.posts: dict[bytes, int] = {}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        sid = dict(scope.get("headers", [])).get(b"mcp-session-id")
+        if scope["type"] == "http" and sid is not None:
+            if scope["method"] == "POST":
+                self.posts[sid] = self.posts.get(sid, 0) + 1
+            if self.posts.get(sid, 0) > self.after:
+                body = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}'
+                await send({"type": "http.response.start", "status": 404,
+                            "headers": [(b"content-type", b"application/json")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
 def serve_http(server: Server[Any], opts: Options) -> None:
     """The same server over the SDK's streamable HTTP transport (both protocol eras)."""
     import socket
@@ -389,6 +415,8 @@ def serve_http(server: Server[Any], opts: Options) -> None:
     app: Any = server.streamable_http_app(json_response=opts.json_response, host=host)
     if opts.require_header is not None:
         app = _RequireHeader(app, *opts.require_header)
+    if opts.forget_session_after > 0:
+        app = _ForgetSessions(app, opts.forget_session_after)
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
