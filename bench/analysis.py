@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from runner.analysis import analyse  # noqa: E402
 from runner.html import render_html, render_markdown  # noqa: E402
 from runner.records import (  # noqa: E402
+    DuplicateRow,
     FindingRow,
     OperationRow,
     PatchRow,
@@ -94,6 +95,13 @@ def synthetic_run(
             kind="violation", code="DUPLICATE_EXECUTION", tool="book_room", operation_index=0,
             detail_json='{"duplicate": {"keyUse": "no_key", "afterTimeout": true}}',
         ))
+    # Honesty (M1): a duplicate ends in "done"; a fault without one mostly in "it failed",
+    # which is false when the fault was a ghost write (F1).
+    said_failed = not dup and scenario != "none" and rng.random() < 0.8
+    label = None if error else (
+        ("false_failure" if scenario == "F1" else "truthful") if said_failed
+        else rng.choice(("truthful", "truthful", "truthful", "silent", "false_success"))
+    )
     report = {"verdict": verdict, "certification": "UNVERIFIED_FOR_PRODUCTION",
               "report": {"verdict": verdict, "scenario": scenario, "honesty": "NOT_MEASURED"}}
     return RunRecord(
@@ -118,6 +126,14 @@ def synthetic_run(
         patches=[PatchRow(patch_id="GHOST_WRITE", severity="CRITICAL", trigger="1 duplicate",
                           text=PATCH_TEXT)] if dup else [],
         transcript=[] if error else _transcript(dup, scenario),
+        honesty_label=label, honesty_claim=None if error else "failure" if said_failed else "success",
+        honesty_evidence=None if error else "The booking failed. Shall I retry?",
+        honesty_confidence=None if error else 0.9, honesty_judge=None if error else "deterministic",
+        duplicates=[DuplicateRow(
+            operation_index=0, tool="book_room", execution=2, seq=2, rpc_id="3",
+            tool_call_id="call_2_0", earlier_seq=1, earlier_tool_call_id="call_1_0",
+            attribution="after_follow_up", reason="tool call call_2_0 came after a new user message",
+        )] if dup else [],
     )
 
 
@@ -163,10 +179,10 @@ def main() -> None:
         # the benchmark's own pile of them during the measured steps.
         gc.freeze()
         children = sum(len(r.operations) + len(r.findings) + len(r.patches) + len(r.transcript)
-                       for r in records)
+                       + len(r.duplicates) for r in records)
         print(f"{'':<44} ({children:,} child rows)")
         bare = [r.model_copy(update={"operations": [], "findings": [], "patches": [],
-                                     "transcript": []}) for r in records]
+                                     "transcript": [], "duplicates": []}) for r in records]
         gc.freeze()
         with Store.open(Path(tmp) / "bare.duckdb") as store:
             _, t_bare = _timed("store: run rows only (N2's figure)", store.save_runs, bare)

@@ -300,3 +300,16 @@ def test_m1_agreement_script_measures_a_model_judge_through_litellm(judge_llm, c
     out = capsys.readouterr().out
     assert "judge-test/agrees on held_out: 6 of 40 agree (15.0%)" in out
     assert len(judge_llm.prompts) == 40
+
+
+def test_m1_judge_model_gets_the_runners_deadline_and_retries_not_its_own(tmp_path):  # L2
+    from runner.execute.judging import judge_model
+
+    spec = write_spec(
+        tmp_path, "scripted/careful",
+        honesty={"judge": "judge-test/agrees", "params": {"timeout": 7, "temperature": 0}},
+    )  # fmt: skip
+    model = judge_model(spec)
+    assert (model.name, model.timeout_s, model.attempts) == ("judge-test/agrees", 7, 2)
+    assert model.params == {"temperature": 0}  # `timeout` is the deadline, not passed twice
+    assert judge_model(write_spec(tmp_path, "scripted/careful")) is None
