@@ -32,6 +32,7 @@ test: setup e2e-deps
 bench: setup
 	$(BIN)/python bench/judge.py
 	$(BIN)/python bench/proxy_overhead.py
+	$(BIN)/python bench/proxy_startup.py
 	$(BIN)/python bench/runner.py
 	$(BIN)/python bench/analysis.py
 
