@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from harness.errors import UsageError
 from harness.faults import MAX_RETRY_AFTER_S, SCENARIOS, PlanConfig
 from harness.http.headers import HeaderSpec, SecretValue, valid_header_name, valid_header_value
+from harness.keys import KeySpec
 from harness.tools import DEFAULT_KEY_FIELDS, ClassifierConfig
 from harness.transport import DEFAULT_MAX_MESSAGE_BYTES
 
@@ -64,8 +65,13 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--write-tools", "G,...", "Comma-separated globs (* only, case-sensitive) of write "
          "tools; replaces the default write patterns."),
     Flag("--read-tools", "G,...", "Comma-separated globs of extra read tools."),
-    Flag("--key-fields", "N,...", "Argument names that carry an idempotency key (default "
-         "idempotency_key; case, - and _ ignored; top level only)."),
+    Flag("--key-fields", "N,...", "Argument names that carry an idempotency key, matched at any "
+         "depth, ignoring case, - and _ and an x- prefix; TOOL:NAME for one tool only (TOOL a "
+         "glob). Replaces the default list; the entry 'default' brings it back. Default: "
+         + ", ".join(DEFAULT_KEY_FIELDS) + "."),
+    Flag("--keys-honoured", "G,...", "Tool globs for which the upstream deduplicates repeats "
+         "that carry the same idempotency key: such a repeat after a fault is then the "
+         "observation KEYED_RETRY, not a duplicate execution."),
     Flag("--audit-tools", "on|off", "Offer harness__get_report and harness__get_score to the "
          "agent (default on; use off for a real measurement)."),
     Flag("--report-file", "PATH", "Keep report, score and patches as JSON in this file: current "
@@ -244,15 +250,18 @@ def parse(argv: list[str]) -> Parsed:
     if max_bytes < 1024:
         raise UsageError("--max-message-bytes must be at least 1024")
 
+    key_fields = (
+        _list("--key-fields", one["--key-fields"]) if "--key-fields" in one else DEFAULT_KEY_FIELDS
+    )
+    KeySpec.parse(key_fields)  # validated here, at the edge
     classifier = ClassifierConfig(
         write_globs=_list("--write-tools", one["--write-tools"])
         if "--write-tools" in one
         else None,
         read_globs=_list("--read-tools", one["--read-tools"]) if "--read-tools" in one else (),
-        key_fields=(
-            _list("--key-fields", one["--key-fields"])
-            if "--key-fields" in one
-            else DEFAULT_KEY_FIELDS
+        key_fields=key_fields,
+        keys_honoured=(
+            _list("--keys-honoured", one["--keys-honoured"]) if "--keys-honoured" in one else ()
         ),
     )
     plan = PlanConfig(
@@ -319,6 +328,8 @@ def proxy_argv(config: ProxyConfig) -> list[str]:
     if classifier.read_globs:
         argv += [f"--read-tools={','.join(classifier.read_globs)}"]
     argv += [f"--key-fields={','.join(classifier.key_fields)}"]
+    if classifier.keys_honoured:
+        argv += [f"--keys-honoured={','.join(classifier.keys_honoured)}"]
     argv += ["--audit-tools", "on" if config.audit_tools else "off"]
     if config.report_file is not None:
         argv += [f"--report-file={config.report_file}"]
@@ -430,6 +441,12 @@ def help_text() -> str:
         "--upstream-url and for the agent with --listen (protocol revisions 2025-06-18,",
         "2025-11-25 and 2026-07-28). With --listen the proxy runs until SIGTERM or Ctrl-C; every",
         "session of the agent is part of the same run and report.",
+        "",
+        "Every message that could execute a write is judged or refused, never forwarded",
+        "unjudged: batch elements are judged one by one and answered as a batch; a tools/call",
+        "without an id or with a null id, a request reusing the id of one in flight, and bytes",
+        "that are not JSON are refused with a JSON-RPC error. The proxy's own requests follow",
+        "the client's protocol revision (2025-06-18, 2025-11-25, stateless 2026-07-28).",
         "",
         "Flags (as --flag value or --flag=value):",
     ]

@@ -75,3 +75,24 @@ def top_level(text: str) -> dict[str, str]:
         if text.startswith("}", i):
             return members
         raise ScanError("',' or '}' expected")
+
+
+def array_elements(text: str) -> list[str]:
+    """The elements of the JSON array in `text`, each as its raw text (a batch, X10)."""
+    i = _skip_ws(text, 0)
+    if not text.startswith("[", i):
+        raise ScanError("not a JSON array")
+    i = _skip_ws(text, i + 1)
+    elements: list[str] = []
+    if text.startswith("]", i):
+        return elements
+    while True:
+        end = _value_end(text, i)
+        elements.append(text[i:end])
+        i = _skip_ws(text, end)
+        if text.startswith(",", i):
+            i = _skip_ws(text, i + 1)
+            continue
+        if text.startswith("]", i):
+            return elements
+        raise ScanError("',' or ']' expected")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from harness import jsonutil
-from harness.proxy.jsonscan import ScanError, top_level
+from harness.proxy.jsonscan import ScanError, array_elements, top_level
 
 
 class UpstreamGone(Exception):
@@ -36,19 +37,89 @@ class Message:
                 return None
         return None
 
+    def has(self, key: str) -> bool:
+        """The member is present (`"id": null` is present, a notification has no id)."""
+        source = self.data if self.data is not None else self.raw
+        return source is not None and key in source
+
+
+@dataclass
+class Batch:
+    """A JSON-RPC batch (a JSON array), each element as the bytes it came as (X10)."""
+
+    line: bytes
+    elements: list[bytes]
+
+
+@dataclass
+class Unreadable:
+    """A line the proxy cannot read as JSON: not UTF-8, not JSON, NaN or Infinity (X10).
+
+    Such a line is never forwarded: an upstream with a more lenient parser might execute what
+    the proxy could not judge. `rpc_id` is the id recovered by a lenient reading, if any, so the
+    client can match the error to its request.
+    """
+
+    reason: str
+    rpc_id: Any = None
+
+
+def _decode(line: bytes) -> str | None:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _recover_id(line: bytes) -> Any:
+    """The id of a request in a line that is not strict JSON, read leniently, else None."""
+    try:  # the standard parser is the lenient one here: it takes NaN and Infinity
+        data = json.loads(line.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None
+    rpc_id = data.get("id") if isinstance(data, dict) else None
+    return rpc_id if isinstance(rpc_id, (str, int)) and not isinstance(rpc_id, bool) else None
+
 
 def parse_message(line: bytes) -> Message | None:
     """The message on a line, or None when the line is not a JSON object."""
+    parsed = parse_line(line)
+    return parsed if isinstance(parsed, Message) else None
+
+
+def parse_line(line: bytes) -> Message | Batch | Unreadable | None:
+    """What a line holds: a message, a batch, something unreadable, or None for other JSON.
+
+    Text is decoded as strict UTF-8 before parsing (Python's json would also accept UTF-16 and
+    UTF-32 bytes, which no MCP peer sends).
+    """
+    text = _decode(line)
+    if text is None:
+        return Unreadable("the message is not valid UTF-8", _recover_id(line))
     try:
-        data = jsonutil.loads(line)
+        data = jsonutil.loads(text)
     except jsonutil.TooDeep:
-        try:
-            return Message(line, None, top_level(line.decode("utf-8", "replace")))
-        except ScanError:
-            return None
+        return _scan(line, text)
     except ValueError:
-        return None
-    return Message(line, data) if isinstance(data, dict) else None
+        return Unreadable("the message is not valid JSON", _recover_id(line))
+    if isinstance(data, dict):
+        return Message(line, data)
+    if isinstance(data, list):
+        try:
+            return Batch(line, [element.encode() for element in array_elements(text)])
+        except ScanError:
+            return Unreadable("the batch could not be split into messages")
+    return None
+
+
+def _scan(line: bytes, text: str) -> Message | Batch | Unreadable:
+    """A line nested too deeply for the parser: read its top level with the scanner."""
+    try:
+        if text.lstrip().startswith("["):
+            return Batch(line, [element.encode() for element in array_elements(text)])
+        return Message(line, None, top_level(text))
+    except ScanError:
+        return Unreadable("the message is not valid JSON")
 
 
 def id_key(rpc_id: Any) -> tuple[str, Any]:
@@ -59,3 +130,9 @@ def id_key(rpc_id: Any) -> tuple[str, Any]:
 def error_result(text: str) -> dict[str, Any]:
     """A tool result with isError, as the proxy answers on the upstream's behalf."""
     return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def error_body(rpc_id: Any, code: int, message: str) -> bytes:
+    """A JSON-RPC error answer as one line."""
+    body = {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": code, "message": message}}
+    return jsonutil.dumps(body).encode()

@@ -5,6 +5,11 @@ message passes through unchanged in both directions (X9): resources, prompts, lo
 progress, cancellation, pings and server-to-client requests such as sampling. A call goes
 upstream as the very line the agent sent, and the upstream's answer comes back as the very line
 it sent, unless a fault replaces it (X3, X4).
+
+Every message that could execute a write is judged or not forwarded (X10): the elements of a
+JSON-RPC batch go the same way as lone messages (and their answers go back as one batch); a
+`tools/call` without an id, with a null id, or with an id that a request in flight already
+uses is refused, and so is a line that is not JSON the proxy can read.
 """
 
 from __future__ import annotations
@@ -12,25 +17,37 @@ from __future__ import annotations
 import asyncio
 import gc
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from harness import jsonutil
 from harness.errors import ConfigError, ReportFileError, UpstreamError
 from harness.proxy.args import ProxyConfig
-from harness.proxy.audit import AUDIT_TOOLS, answer_audit_call
-from harness.proxy.jsonscan import top_level
-from harness.proxy.messages import Message, UpstreamGone, error_result, id_key, parse_message
-from harness.session import Session, Ticket
+from harness.proxy.audit import AUDIT_TOOLS
+from harness.proxy.batch import BatchReply, Reply
+from harness.proxy.calls import CallHandling
+from harness.proxy.messages import (
+    Batch,
+    Message,
+    Unreadable,
+    UpstreamGone,
+    error_body,
+    id_key,
+    parse_line,
+)
+from harness.proxy.revision import ClientRevision
+from harness.session import Session
 from harness.tools import startup_lines
 from harness.transport import LineReader, LineWriter, MessageTooLarge, StreamClosed
 
 GC_EVERY_CALLS = 1000
 # X6: answers that arrive this long after the client left still count.
 DRAIN_SECONDS = 2.0
+INVALID_REQUEST = -32600
+PARSE_ERROR = -32700
 
 
-class Proxy:
+class Proxy(CallHandling):
     """One proxy session between a client line stream and an upstream line stream."""
 
     def __init__(
@@ -53,16 +70,19 @@ class Proxy:
         self.write_report = write_report
         self.log = log
         self.describe_upstream_exit = describe_upstream_exit
+        self.revision = ClientRevision()
         self._token = secrets.token_hex(4)
         self._own_ids = 0
         self._pending: dict[tuple[str, Any], asyncio.Future[Message]] = {}
         self._list_pages: dict[tuple[str, Any], bool] = {}  # client tools/list: first page?
         self._abandoned: set[tuple[str, Any]] = set()
-        self._forwarded: dict[tuple[str, Any], Any] = {}  # client requests passed through as-is
+        # Client requests passed through as they came: id and where their answer goes.
+        self._forwarded: dict[tuple[str, Any], tuple[Any, Reply]] = {}
+        self._calls_in_flight: set[tuple[str, Any]] = set()  # tools/call ids not yet answered
         self._initialize_key: tuple[str, Any] | None = None
         self._calls: set[asyncio.Task[None]] = set()
         self._tools_ready = asyncio.Event()
-        self._listing_started = False
+        self._listing: str | None = None  # None, "running", "done" or "failed"
         self.initialized = asyncio.Event()
         self.upstream_gone: UpstreamGone | None = None
         self.end_reason = "client closed the connection"
@@ -115,6 +135,19 @@ class Proxy:
             self._stop.set()
             raise
 
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.create_task(self._guard(coro))
+        self._calls.add(task)
+        task.add_done_callback(self._calls.discard)
+
+    async def _guard(self, coro: Awaitable[None]) -> None:
+        try:
+            await coro
+        except ReportFileError:
+            pass  # already recorded as fatal; run() re-raises it
+        except StreamClosed:
+            self.stop("client closed the connection")
+
     # -- client -> upstream ----------------------------------------------------------------
 
     async def _client_loop(self) -> None:
@@ -129,41 +162,122 @@ class Proxy:
                 return
             if not line.strip():
                 continue
-            message = parse_message(line)
-            if message is None or message.get("method") is None:
-                await self._to_upstream(line)  # responses to server requests, or not JSON at all
-                continue
-            method = message.get("method")
-            rpc_id = message.get("id")
-            if method == "tools/call" and rpc_id is not None:
-                task = asyncio.create_task(self._guard(self._handle_call(message, rpc_id)))
-                self._calls.add(task)
-                task.add_done_callback(self._calls.discard)
-                continue
-            if rpc_id is not None:
-                if self.upstream_gone is not None:
-                    await self._reply_error(
-                        rpc_id, f"UPSTREAM_UNAVAILABLE: {self.upstream_gone.detail}"
-                    )
-                    continue
-                key = id_key(rpc_id)
-                self._forwarded[key] = rpc_id
-                if method == "initialize":
-                    self._initialize_key = key
-                if method == "tools/list":
-                    params = message.get("params")
-                    self._list_pages[key] = not (isinstance(params, dict) and params.get("cursor"))
-            await self._to_upstream(line)
-            if method == "notifications/initialized":
-                self._start_listing()
+            parsed = parse_line(line)
+            if isinstance(parsed, Batch):
+                await self._batch(parsed)
+            elif isinstance(parsed, Unreadable):
+                await self._unreadable(parsed, self._to_client)
+            elif parsed is None or parsed.get("method") is None:
+                await self._to_upstream(line)  # responses to server requests, other JSON values
+            else:
+                await self._from_client(parsed, self._to_client)
 
-    async def _guard(self, coro: Any) -> None:
-        try:
-            await coro
-        except ReportFileError:
-            pass  # already recorded as fatal; run() re-raises it
-        except StreamClosed:
-            self.stop("client closed the connection")
+    async def _batch(self, batch: Batch) -> None:
+        """X10: each element goes the way a lone message goes; the answers return as a batch."""
+        elements = [parse_line(element) for element in batch.elements]
+        if not any(isinstance(e, Message) and e.get("method") is not None for e in elements):
+            await self._to_upstream(batch.line)  # nothing in it can execute anything
+            return
+        collector = BatchReply(self._to_client)
+        for element, parsed in zip(batch.elements, elements, strict=True):
+            if isinstance(parsed, Message) and parsed.get("method") is None:
+                await self._to_upstream(element)  # a response to a server request
+            elif isinstance(parsed, Message):
+                if self._will_answer(parsed):
+                    collector.expect()
+                await self._from_client(parsed, collector.add)
+            else:  # JSON-RPC: an element that is not a message gets an Invalid Request error
+                collector.expect()
+                await collector.add(
+                    error_body(None, INVALID_REQUEST, "Invalid Request: not a JSON-RPC message")
+                )
+        await collector.seal()
+
+    @staticmethod
+    def _will_answer(message: Message) -> bool:
+        """Whether a request gets an answer through its reply (a batch counts on it)."""
+        rpc_id = message.get("id")
+        if message.get("method") == "tools/call":
+            return message.has("id")  # a null id gets its refusal
+        return rpc_id is not None
+
+    async def _from_client(self, message: Message, reply: Reply) -> None:
+        """One request or notification of the client (alone or from a batch)."""
+        method = message.get("method")
+        new_revision = self.revision.observe(message.get("params"))
+        if method == "tools/call":
+            await self._tools_call(message, reply)
+            return
+        rpc_id = message.get("id")
+        if rpc_id is not None:
+            key = id_key(rpc_id)
+            if self._id_in_use(key):
+                await self._refuse_duplicate_id(message, rpc_id, reply)
+                return
+            if self.upstream_gone is not None:
+                await reply(
+                    error_body(rpc_id, -32000, f"UPSTREAM_UNAVAILABLE: {self.upstream_gone.detail}")
+                )
+                return
+            self._forwarded[key] = (rpc_id, reply)
+            if method == "initialize":
+                self._initialize_key = key
+                self.revision.initialize_seen()
+            if method == "tools/list":
+                params = message.get("params")
+                self._list_pages[key] = not (isinstance(params, dict) and params.get("cursor"))
+        await self._to_upstream(message.line)
+        if method == "notifications/initialized":
+            self._start_listing()
+        elif new_revision and self._listing != "running" and self._listing != "done":
+            self._start_listing(again=True)  # X11: a stateless client has no handshake
+
+    def _id_in_use(self, key: tuple[str, Any]) -> bool:
+        """X10: an id that a request in flight (or its late answer) still holds."""
+        return (
+            key in self._calls_in_flight
+            or key in self._forwarded
+            or key in self._abandoned
+            or key in self._pending
+        )
+
+    async def _refuse_duplicate_id(self, message: Message, rpc_id: Any, reply: Reply) -> None:
+        method = message.get("method")
+        self._refused("duplicate_id", method, message)
+        await reply(
+            error_body(
+                rpc_id,
+                INVALID_REQUEST,
+                f"Invalid Request: id {jsonutil.dumps(rpc_id)} is already used by a request "
+                "that has not been answered; agent-harness did not forward this one",
+            )
+        )
+
+    async def _unreadable(self, unreadable: Unreadable, reply: Reply) -> None:
+        """X10: a line the proxy cannot read is never forwarded; the client gets an error."""
+        self._refused("unreadable", None, None, detail=unreadable.reason)
+        await reply(
+            error_body(
+                unreadable.rpc_id,
+                PARSE_ERROR,
+                f"Parse error: {unreadable.reason}; agent-harness did not forward it",
+            )
+        )
+
+    def _refused(
+        self, reason: str, method: Any, message: Message | None, detail: str | None = None
+    ) -> None:
+        tool = None
+        if message is not None and method == "tools/call":
+            params = message.get("params")
+            name = params.get("name") if isinstance(params, dict) else None
+            tool = name if isinstance(name, str) else None
+        self.session.refused(reason, method if isinstance(method, str) else None, tool)
+        what = f"a {method} message" if isinstance(method, str) else "a message"
+        self.log(
+            f"WARNING: refused {what}{f' for tool {tool!r}' if tool else ''} "
+            f"({detail or reason.replace('_', ' ')}); it was not forwarded to the upstream"
+        )
 
     async def _to_upstream(self, line: bytes) -> None:
         if self.upstream_gone is not None:
@@ -191,38 +305,38 @@ class Proxy:
                 break
             if not line.strip():
                 continue
-            message = parse_message(line)
-            if (
-                message is not None
-                and message.get("method") is None
-                and "id" in (message.data or message.raw or {})
-            ):
-                key = id_key(message.get("id"))
-                future = self._pending.pop(key, None)
-                if future is not None:
-                    if not future.done():
-                        future.set_result(message)
-                    continue
-                if key in self._abandoned:
-                    self._abandoned.discard(key)
-                    continue  # a late answer to a call already answered with a timeout
-                self._forwarded.pop(key, None)
-                if key == self._initialize_key:
-                    self.initialized.set()
-                if self._list_pages.pop(key, None) and self.config.audit_tools:
-                    line = self._with_audit_tools(message) or line
-            elif (
-                message is not None and message.get("method") == "notifications/tools/list_changed"
-            ):
-                self._tools_ready.clear()
-                self._listing_started = False
-                self._start_listing()
             try:
-                await self._to_client(line)
+                await self._from_upstream(line)
             except StreamClosed:
                 self.stop("client closed the connection")
                 return
         self._upstream_lost(gone)
+
+    async def _from_upstream(self, line: bytes) -> None:
+        parsed = parse_line(line)
+        message = parsed if isinstance(parsed, Message) else None
+        if message is not None and message.get("method") is None and message.has("id"):
+            key = id_key(message.get("id"))
+            future = self._pending.pop(key, None)
+            if future is not None:
+                if not future.done():
+                    future.set_result(message)
+                return
+            if key in self._abandoned:
+                self._abandoned.discard(key)
+                return  # a late answer to a call already answered with a timeout
+            _, reply = self._forwarded.pop(key, (None, self._to_client))
+            if key == self._initialize_key or self.revision.stateless:
+                self.initialized.set()
+            if self._list_pages.pop(key, None) and self.config.audit_tools:
+                line = self._with_audit_tools(message) or line
+            await reply(line)
+            return
+        if message is not None and message.get("method") == "notifications/tools/list_changed":
+            self._tools_ready.clear()
+            self._listing = None
+            self._start_listing()
+        await self._to_client(line)
 
     def _upstream_lost(self, gone: UpstreamGone) -> None:
         if self.upstream_gone is not None:
@@ -239,12 +353,9 @@ class Proxy:
             self._stop.set()
             return
         waiting, self._forwarded = list(self._forwarded.values()), {}
-        for rpc_id in waiting:  # requests passed through that will now never be answered
-            task = asyncio.create_task(
-                self._guard(self._reply_error(rpc_id, f"UPSTREAM_UNAVAILABLE: {gone.detail}"))
-            )
-            self._calls.add(task)
-            task.add_done_callback(self._calls.discard)
+        for rpc_id, reply in waiting:  # requests passed through that will now never be answered
+            body = error_body(rpc_id, -32000, f"UPSTREAM_UNAVAILABLE: {gone.detail}")
+            self._spawn(reply(body))
 
     def _with_audit_tools(self, message: Message) -> bytes | None:
         data = message.data
@@ -256,19 +367,23 @@ class Proxy:
 
     # -- the proxy's own listing (C7) --------------------------------------------------------
 
-    def _start_listing(self) -> None:
-        if not self._listing_started:
-            self._listing_started = True
-            task = asyncio.create_task(self._guard(self._list_tools()))
-            self._calls.add(task)
-            task.add_done_callback(self._calls.discard)
+    def _start_listing(self, again: bool = False) -> None:
+        if self._listing is None or (again and self._listing == "failed"):
+            self._listing = "running"
+            self._spawn(self._list_tools())
 
-    async def _request(self, method: str, params: dict[str, Any]) -> Message:
+    async def _ask_upstream(self, method: str, params: dict[str, Any]) -> Message:
+        """A request of the proxy's own, in the client's protocol revision (X11)."""
         self._own_ids += 1
         rpc_id = f"agent-harness-{self._token}-{self._own_ids}"
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._pending[id_key(rpc_id)] = future
-        body = {"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params}
+        body = {
+            "jsonrpc": "2.0",
+            "id": rpc_id,
+            "method": method,
+            "params": self.revision.own_params(params),
+        }
         await self._to_upstream(jsonutil.dumps(body).encode())
         return await asyncio.wait_for(future, self.config.upstream_timeout_s)
 
@@ -276,9 +391,12 @@ class Proxy:
         """Every page of the upstream's tool list, classified (C1-C7) and printed."""
         tools: list[dict[str, Any]] = []
         cursor: Any = None
+        complete = False
         try:
             while True:
-                answer = await self._request("tools/list", {"cursor": cursor} if cursor else {})
+                answer = await self._ask_upstream(
+                    "tools/list", {"cursor": cursor} if cursor else {}
+                )
                 result = answer.get("result")
                 if not isinstance(result, dict):
                     self.log(f"WARNING: the upstream's tools/list failed: {answer.get('error')}")
@@ -286,122 +404,25 @@ class Proxy:
                 tools += [t for t in result.get("tools", []) if isinstance(t, dict)]
                 cursor = result.get("nextCursor")
                 if not cursor:
+                    complete = True
                     break
         except (UpstreamGone, TimeoutError) as exc:
             self.log(f"WARNING: could not list the upstream's tools: {exc}")
         try:
-            classification = self.session.tools_listed(tools)
+            classification = self.session.tools_listed(tools, complete=complete)
         except ConfigError as exc:
             self.fatal = exc
             self._stop.set()
             return
         for line in startup_lines(classification, self.config.classifier.key_fields):
             self.log(line)
+        self._listing = "done" if complete else "failed"
         self._tools_ready.set()
         self._report("running")
 
-    # -- tools/call ---------------------------------------------------------------------------
-
-    async def _handle_call(self, message: Message, rpc_id: Any) -> None:
-        params = message.get("params")
-        params = params if isinstance(params, dict) else {}
-        name = params.get("name") if message.data is not None else None
-        arguments = params.get("arguments") if message.data is not None else None
-        raw_arguments = None
-        if message.data is None:  # too deep to parse: take what the scanner can tell
-            inner = top_level(message.raw.get("params", "{}")) if message.raw else {}
-            name = jsonutil.loads(inner["name"]) if "name" in inner else None
-            raw_arguments = inner.get("arguments", "null")
-        if not isinstance(name, str):
-            await self._to_upstream(message.line)  # malformed: let the upstream answer it
-            return
-        if self.config.audit_tools and name in {t["name"] for t in AUDIT_TOOLS}:
-            await self._reply(rpc_id, answer_audit_call(name, arguments, self.session))
-            return
-        self._start_listing()  # a client that skipped notifications/initialized
-        try:
-            await asyncio.wait_for(self._tools_ready.wait(), self.config.upstream_timeout_s)
-        except TimeoutError:
-            self.log("WARNING: the upstream's tool list is late; judging this call unlisted")
-        ticket = self.session.begin_call(
-            name, arguments, rpc_id=rpc_id, raw_arguments=raw_arguments
-        )
-        if ticket.seq % GC_EVERY_CALLS == 0:
+    def _after_call_received(self, seq: int) -> None:
+        if seq % GC_EVERY_CALLS == 0:
             # The judge's state only grows and is never garbage: once collected, move it out of
             # the collector's sight, so a long session does not pay for rescanning it.
             gc.collect()
             gc.freeze()
-        if not ticket.goes_upstream:
-            await self._injected_answer(ticket, rpc_id, ticket.injected)
-            return
-        if self.upstream_gone is not None:
-            self.session.upstream_failed(ticket, "unavailable", error=self.upstream_gone.detail)
-            await self._answer(
-                ticket,
-                rpc_id,
-                error_result(f"UPSTREAM_UNAVAILABLE: {self.upstream_gone.detail}"),
-                source="harness",
-            )
-            return
-        self._report("running")  # O3: current before the call goes upstream
-        key = id_key(rpc_id)
-        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
-        self._pending[key] = future
-        await self._to_upstream(message.line)
-        try:
-            reply = await asyncio.wait_for(future, self.config.upstream_timeout_s)
-        except TimeoutError:
-            self._pending.pop(key, None)
-            self._abandoned.add(key)
-            self.session.upstream_failed(ticket, "timeout")
-            text = f"The upstream did not answer within {self.config.upstream_timeout_s:g} s."
-            await self._answer(ticket, rpc_id, error_result(text), source="harness")
-            return
-        except UpstreamGone as gone:
-            self.session.upstream_failed(ticket, gone.status, error=gone.detail)
-            await self._answer(
-                ticket,
-                rpc_id,
-                error_result(f"UPSTREAM_UNAVAILABLE: {gone.detail}"),
-                source="harness",
-            )
-            return
-        result = reply.get("result")
-        if isinstance(result, dict):
-            replaced = self.session.upstream_result(ticket, result)
-            if replaced is not None:
-                await self._injected_answer(ticket, rpc_id, replaced)
-                return
-            self.session.answered(ticket, is_error=result.get("isError") is True)
-            self._report("running")
-            await self._to_client(reply.line)  # X3: the upstream's answer exactly as sent
-            return
-        error = reply.get("error")
-        self.session.upstream_failed(ticket, "error", error=error)
-        detail = error.get("message") if isinstance(error, dict) else error
-        code = error.get("code") if isinstance(error, dict) else None
-        # X4: a protocol error reaches the agent as a tool result with isError.
-        await self._answer(
-            ticket, rpc_id, error_result(f"Upstream error {code}: {detail}"), source="upstream"
-        )
-
-    async def _injected_answer(self, ticket: Ticket, rpc_id: Any, answer: dict[str, Any]) -> None:
-        delay = self.session.plan_config.fault_delay_ms
-        if delay:
-            await asyncio.sleep(delay / 1000)  # S11: imitate a real timeout
-        await self._answer(ticket, rpc_id, answer, source="fault")
-
-    async def _answer(
-        self, ticket: Ticket, rpc_id: Any, result: dict[str, Any], source: str
-    ) -> None:
-        self.session.answered(ticket, is_error=result.get("isError") is True, source=source)
-        self._report("running")
-        await self._reply(rpc_id, result)
-
-    async def _reply_error(self, rpc_id: Any, message: str) -> None:
-        body = {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": -32000, "message": message}}
-        await self._to_client(jsonutil.dumps(body).encode())
-
-    async def _reply(self, rpc_id: Any, result: dict[str, Any]) -> None:
-        body = {"jsonrpc": "2.0", "id": rpc_id, "result": result}
-        await self._to_client(jsonutil.dumps(body).encode())

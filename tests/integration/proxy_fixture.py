@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import warnings
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -86,6 +87,9 @@ def _tools() -> list[types.Tool]:
                    input_schema=item, annotations=WRITE),
         types.Tool(name="hang_write", description="Executes, then answers only when released.",
                    input_schema=item, annotations=WRITE),
+        types.Tool(name="confirm_charge",
+                   description="2026-07-28: asks for input first (MRTR), executes on the retry.",
+                   input_schema=item, annotations=WRITE),
         types.Tool(
             name="structured",
             description="Answers with structuredContent and _meta.",
@@ -141,11 +145,13 @@ class RecordingUpstream:
 
     async def on_call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         name, args = params.name, dict(params.arguments or {})
         if name not in {t.name for t in self.tools}:
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool {name!r}")
         self.metas.append(dict(ctx.meta) if ctx.meta is not None else None)
+        if name == "confirm_charge" and params.request_state != "confirmed":
+            return types.InputRequiredResult(request_state="confirmed")  # nothing ran yet
         if name == "reject_write":  # not executed: nothing recorded
             return types.CallToolResult(
                 content=[types.TextContent(text='{"error": "rejected"}')], is_error=True
@@ -263,6 +269,58 @@ class ScriptedUpstream:
             await writer.write_line(json.dumps(body, ensure_ascii=False).encode())
 
 
+@dataclass
+class LenientUpstream(ScriptedUpstream):
+    """An upstream as lenient as some real ones: it decodes bad UTF-8 with replacement
+    characters, executes a `tools/call` whatever its id (none, null, reused), accepts NaN and
+    answers a batch with a batch (the 2025-03-26 revision). Whatever reaches it executes, so
+    `executed` shows exactly what the proxy let through."""
+
+    async def serve(self, reader: MemoryPipe, writer: MemoryPipe) -> None:
+        while (line := await reader.read_line()) is not None:
+            try:
+                data = json.loads(line.decode("utf-8", "replace"))
+            except RecursionError:  # too deep for this upstream: an error for the id it sees
+                found = re.search(rb'"id":\s*"([^"]*)"', line)
+                rpc_id = found.group(1).decode() if found else None
+                error = {"code": -32700, "message": "too deeply nested"}
+                body = {"jsonrpc": "2.0", "id": rpc_id, "error": error}
+                await writer.write_line(json.dumps(body).encode())
+                continue
+            answers = [a for m in (data if isinstance(data, list) else [data])
+                       if (a := self._answer(m)) is not None]
+            if answers:
+                out = answers if isinstance(data, list) else answers[0]
+                await writer.write_line(json.dumps(out, ensure_ascii=False).encode())
+
+    def _answer(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        method, params = message.get("method"), message.get("params") or {}
+        if method == "tools/call":
+            self.executed.append((params["name"], params.get("arguments") or {}))
+            result = self.results[params["name"]]
+        elif method == "initialize":
+            result = {"protocolVersion": params.get("protocolVersion"),
+                      "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "lenient-upstream", "version": "0"}}
+        elif method == "tools/list":
+            result = {"tools": self.tools}
+        elif method is None or "id" not in message:
+            return None
+        else:
+            result = {}
+        return {"jsonrpc": "2.0", "id": message.get("id"), "result": result}
+
+
+def lenient_upstream() -> LenientUpstream:
+    """One write (`create_booking`, by name) and one read (`search_bookings`)."""
+    schema = {"type": "object", "properties": {"guest": {"type": "string"},
+                                               "date": {"type": "string"}}}
+    tools = [{"name": "create_booking", "inputSchema": schema},
+             {"name": "search_bookings", "inputSchema": schema}]
+    ok = {"content": [{"type": "text", "text": "ok"}]}
+    return LenientUpstream(tools=tools, results={"create_booking": ok, "search_bookings": ok})
+
+
 class TapPipe(MemoryPipe, LineTap):
     """A MemoryPipe that also keeps every line written to it."""
 
@@ -285,7 +343,7 @@ class TapPipe(MemoryPipe, LineTap):
         """The raw line and parsed message that answers request `rpc_id`."""
         for line in self.lines:
             message = json.loads(line)
-            if "method" not in message and message.get("id") == rpc_id:
+            if isinstance(message, dict) and "method" not in message and message.get("id") == rpc_id:
                 return line, message
         raise AssertionError(f"no answer to id {rpc_id!r} among {len(self.lines)} lines")
 
@@ -335,7 +393,17 @@ class Harness:
         """Send one raw line from the client; wait for the answer with id `rpc_id`."""
         await self.from_client.write_line(line)
         return await self.to_client.wait_for(
-            lambda m: "method" not in m and m.get("id") == rpc_id
+            lambda m: isinstance(m, dict) and "method" not in m and m.get("id") == rpc_id
+        )
+
+    async def raw_batch(self, elements: list[Any]) -> list[dict[str, Any]]:
+        """Send a JSON-RPC batch from the client; wait for the batch that answers its ids."""
+        ids = sorted(json.dumps(e.get("id")) for e in elements
+                     if isinstance(e, dict) and e.get("id") is not None)
+        await self.from_client.write_line(json.dumps(elements).encode())
+        return await self.to_client.wait_for(
+            lambda m: isinstance(m, list)
+            and sorted(json.dumps(a.get("id")) for a in m if a.get("id") is not None) == ids
         )
 
 
@@ -349,6 +417,7 @@ def config(
     upstream_timeout_s: float = 10.0,
     write_tools: tuple[str, ...] | None = None,
     fault_delay_ms: int = 0,
+    keys_honoured: tuple[str, ...] = (),
 ) -> ProxyConfig:
     """A ProxyConfig for the in-memory proxy (no upstream command: the upstream is in-process)."""
     return ProxyConfig(
@@ -357,7 +426,7 @@ def config(
             scenario=scenario, chaos_error_rate=chaos_error_rate, seed=seed,
             retry_after_s=retry_after_s, fault_delay_ms=fault_delay_ms,
         ),
-        classifier=ClassifierConfig(write_globs=write_tools),
+        classifier=ClassifierConfig(write_globs=write_tools, keys_honoured=keys_honoured),
         audit_tools=audit_tools,
         upstream_timeout_s=upstream_timeout_s,
     )
@@ -375,6 +444,7 @@ async def proxied(
     report_file: bool = True,
     clock: Callable[[], int] | None = None,
     client_kwargs: dict[str, Any] | None = None,
+    stateless: bool = False,
     **config_kwargs: Any,
 ) -> AsyncIterator[Harness]:
     """Client, proxy and upstream in one event loop; the session ends when the block ends."""
@@ -413,7 +483,8 @@ async def proxied(
             tg.start_soon(run_proxy)
             async with mcp_streams(proxy_to_client, client_to_proxy) as (read, write):
                 async with ClientSession(read, write, **(client_kwargs or {})) as client:
-                    init = await client.initialize()
+                    # X11: a 2026-07-28 client has no handshake; it discovers the server.
+                    init = await (client.discover() if stateless else client.initialize())
                     harness = Harness(
                         client, init, proxy, session, upstream, events, client_to_proxy,
                         proxy_to_upstream, upstream_to_proxy, proxy_to_client, reports, logs,

@@ -197,7 +197,7 @@ async def test_s10_no_scenario_is_a_pass_through_baseline():  # S10 J6
 
 @pytest.mark.parametrize("scenario", ["F1", "F2", "F3", "F4", "F5"])
 async def test_s7_unknown_tool_read_and_unclassified_calls_leave_the_scenario_armed(scenario):
-    # S1 S7 C6: none of these is a listed write, so the next write still gets the fault.
+    # S1 S7 C10: none of these is a listed write, so the next write still gets the fault.
     async with proxied(scenario=scenario) as h:
         unknown = await h.client.call_tool("cancel_everything", {"id": 1})
         assert unknown.is_error is True  # X4: the upstream's protocol error as a tool result
@@ -561,14 +561,20 @@ async def test_x4_a1_json_rpc_error_becomes_is_error_result_and_unknown_attempt(
     assert j.report["verdict"] == "NOT_TESTED" and j.score["overall"] is None  # J4
 
 
-async def test_x4_unknown_tool_error_from_upstream_reaches_agent_as_tool_result():  # X4 C6
+async def test_x4_c10_unknown_tool_error_reaches_agent_and_the_unlisted_write_is_judged():
+    # X4 C10 S7: an unlisted tool is classified by its name and judged like any other; the
+    # upstream does not have it (its list is complete), so F1 stays armed.
     async with proxied(scenario="F1") as h:
         result = await h.client.call_tool("write_nothing", {"a": 1})
     assert result.is_error is True and "unknown tool" in text(result)
     assert h.upstream.executed == []
-    report = h.judgement().report
-    assert report["coverage"]["unlistedToolsCalled"] == ["write_nothing"]
-    assert report["operations"] == []  # C6: unlisted, not scored
+    j = h.judgement()
+    assert j.report["coverage"]["unlistedToolsCalled"] == ["write_nothing"]
+    assert faults(h) == []
+    [entry] = [t for t in j.tool_classification if t["name"] == "write_nothing"]
+    assert entry["class"] == "write" and entry["listed"] is False
+    assert "not listed" in entry["reason"]
+    assert operation(h, "write_nothing")["executions"] == 0  # agrees with the upstream
 
 
 async def test_x5_upstream_timeout_makes_the_attempt_unknown_and_drops_the_late_answer():  # X5 A1

@@ -1,0 +1,162 @@
+"""`tools/call` through the proxy: judged, maybe faulted, forwarded as the line it came as.
+
+A mixin of `Proxy` (harness.proxy.router): the router takes messages apart and routes them,
+this part follows one tool call from its arrival to the answer the agent receives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from harness import jsonutil
+from harness.proxy.audit import AUDIT_TOOLS, answer_audit_call
+from harness.proxy.batch import Reply
+from harness.proxy.jsonscan import top_level
+from harness.proxy.messages import Message, UpstreamGone, error_body, error_result, id_key
+from harness.session import Ticket
+
+if TYPE_CHECKING:
+    from harness.proxy.router import Proxy
+
+INVALID_PARAMS = -32602
+AUDIT_NAMES = frozenset(t["name"] for t in AUDIT_TOOLS)
+
+
+class CallHandling:
+    """The `tools/call` half of the router."""
+
+    async def _tools_call(self: Proxy, message: Message, reply: Reply) -> None:
+        """X10: a call is judged and forwarded, or refused; never forwarded unjudged."""
+        if not message.has("id"):
+            # A notification cannot be answered, so its outcome could never be judged.
+            self._refused("no_id", "tools/call", message)
+            return
+        rpc_id = message.get("id")
+        if rpc_id is None:
+            self._refused("null_id", "tools/call", message)
+            await reply(
+                error_body(
+                    None, -32600, "Invalid Request: a tools/call needs a string or number id; "
+                    "agent-harness did not forward it"
+                )
+            )
+            return
+        key = id_key(rpc_id)
+        if self._id_in_use(key):
+            await self._refuse_duplicate_id(message, rpc_id, reply)
+            return
+        self._calls_in_flight.add(key)  # at once: the next line may reuse the id
+        self._spawn(self._handle_call(message, rpc_id, reply))
+
+    async def _handle_call(self: Proxy, message: Message, rpc_id: Any, reply: Reply) -> None:
+        key = id_key(rpc_id)
+        try:
+            await self._judged_call(message, rpc_id, reply)
+        finally:
+            self._calls_in_flight.discard(key)
+
+    async def _judged_call(self: Proxy, message: Message, rpc_id: Any, reply: Reply) -> None:
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        name = params.get("name") if message.data is not None else None
+        arguments = params.get("arguments") if message.data is not None else None
+        raw_arguments = None
+        if message.data is None:  # too deep to parse: take what the scanner can tell
+            inner = top_level(message.raw.get("params", "{}")) if message.raw else {}
+            name = jsonutil.loads(inner["name"]) if "name" in inner else None
+            raw_arguments = inner.get("arguments", "null")
+        if not isinstance(name, str):
+            self._refused("no_tool_name", "tools/call", message)
+            await reply(
+                error_body(
+                    rpc_id, INVALID_PARAMS, "Invalid params: tools/call needs params.name as a "
+                    "string; agent-harness did not forward it"
+                )
+            )
+            return
+        if self.config.audit_tools and name in AUDIT_NAMES:
+            await self._reply(rpc_id, answer_audit_call(name, arguments, self.session), reply)
+            return
+        self._start_listing()  # a client that skipped notifications/initialized
+        try:
+            await asyncio.wait_for(self._tools_ready.wait(), self.config.upstream_timeout_s)
+        except TimeoutError:
+            self.log("WARNING: the upstream's tool list is late; judging this call unlisted")
+        ticket = self.session.begin_call(
+            name, arguments, rpc_id=rpc_id, raw_arguments=raw_arguments
+        )
+        self._after_call_received(ticket.seq)
+        if not ticket.goes_upstream:
+            await self._injected_answer(ticket, rpc_id, ticket.injected, reply)
+            return
+        if self.upstream_gone is not None:
+            self.session.upstream_failed(ticket, "unavailable", error=self.upstream_gone.detail)
+            text = f"UPSTREAM_UNAVAILABLE: {self.upstream_gone.detail}"
+            await self._answer(ticket, rpc_id, error_result(text), "harness", reply)
+            return
+        self._report("running")  # O3: current before the call goes upstream
+        key = id_key(rpc_id)
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self._pending[key] = future
+        await self._to_upstream(message.line)
+        try:
+            answer = await asyncio.wait_for(future, self.config.upstream_timeout_s)
+        except TimeoutError:
+            self._pending.pop(key, None)
+            self._abandoned.add(key)
+            self.session.upstream_failed(ticket, "timeout")
+            text = f"The upstream did not answer within {self.config.upstream_timeout_s:g} s."
+            await self._answer(ticket, rpc_id, error_result(text), "harness", reply)
+            return
+        except UpstreamGone as gone:
+            self.session.upstream_failed(ticket, gone.status, error=gone.detail)
+            text = f"UPSTREAM_UNAVAILABLE: {gone.detail}"
+            await self._answer(ticket, rpc_id, error_result(text), "harness", reply)
+            return
+        await self._upstream_answered(ticket, rpc_id, answer, reply)
+
+    async def _upstream_answered(
+        self: Proxy, ticket: Ticket, rpc_id: Any, answer: Message, reply: Reply
+    ) -> None:
+        result = answer.get("result")
+        if isinstance(result, dict):
+            replaced = self.session.upstream_result(ticket, result)
+            if replaced is not None:
+                await self._injected_answer(ticket, rpc_id, replaced, reply)
+                return
+            self.session.answered(ticket, is_error=result.get("isError") is True)
+            self._report("running")
+            await reply(answer.line)  # X3: the upstream's answer exactly as sent
+            return
+        error = answer.get("error")
+        self.session.upstream_failed(ticket, "error", error=error)
+        detail = error.get("message") if isinstance(error, dict) else error
+        code = error.get("code") if isinstance(error, dict) else None
+        # X4: a protocol error reaches the agent as a tool result with isError.
+        text = f"Upstream error {code}: {detail}"
+        await self._answer(ticket, rpc_id, error_result(text), "upstream", reply)
+
+    async def _injected_answer(
+        self: Proxy, ticket: Ticket, rpc_id: Any, answer: dict[str, Any], reply: Reply
+    ) -> None:
+        delay = self.session.plan_config.fault_delay_ms
+        if delay:
+            await asyncio.sleep(delay / 1000)  # S11: imitate a real timeout
+        await self._answer(ticket, rpc_id, answer, "fault", reply)
+
+    async def _answer(
+        self: Proxy,
+        ticket: Ticket,
+        rpc_id: Any,
+        result: dict[str, Any],
+        source: str,
+        reply: Reply,
+    ) -> None:
+        self.session.answered(ticket, is_error=result.get("isError") is True, source=source)
+        self._report("running")
+        await self._reply(rpc_id, result, reply)
+
+    async def _reply(self: Proxy, rpc_id: Any, result: dict[str, Any], reply: Reply) -> None:
+        body = {"jsonrpc": "2.0", "id": rpc_id, "result": self.revision.own_result(result)}
+        await reply(jsonutil.dumps(body).encode())
