@@ -19,12 +19,16 @@ from harness import jsonutil
 from harness.errors import EventLogError, InputFileError
 from harness.infile import read_lines
 
-LOG_VERSION = 1
+# 2: tools_listed.complete, call_received.reason_unlisted / identity_arguments / key_honoured,
+# message_refused, task_created, upstream status "input_required". Version 1 logs still read.
+LOG_VERSION = 2
 
 ToolClassName = Literal["write", "read", "unclassified"]
 FaultName = Literal["F1", "F2", "F3", "F4", "F5", "chaos"]
 Scenario = Literal["F1", "F2", "F3", "F4", "F5"]
-UpstreamStatus = Literal["result", "error", "timeout", "crash", "unavailable", "oversized"]
+UpstreamStatus = Literal[
+    "result", "input_required", "error", "timeout", "crash", "unavailable", "oversized"
+]
 AnswerSource = Literal["upstream", "fault", "harness"]
 
 
@@ -46,6 +50,9 @@ class SessionStarted(_Event):
     chaos_seed: int | None = None
     retry_after_s: float | None = Field(None, description="What an F2 429 announces.")
     key_fields: list[str] = Field(default_factory=lambda: ["idempotency_key"])
+    keys_honoured: list[str] = Field(
+        default_factory=list, description="K6: tool globs whose upstream deduplicates by key."
+    )
     started_at: str = Field("", description="Wall-clock start, ISO 8601, for people only.")
 
 
@@ -58,6 +65,8 @@ class ListedTool(BaseModel):
     tool_class: ToolClassName
     reason: str
     key_field: str | None = None
+    conflict: str | None = Field(None, description="C9: the annotation contradicts the name.")
+    keys_honoured: bool = Field(False, description="K6: the upstream deduplicates by key.")
 
 
 class ToolsListed(_Event):
@@ -65,6 +74,7 @@ class ToolsListed(_Event):
 
     type: Literal["tools_listed"] = "tools_listed"
     tools: list[ListedTool]
+    complete: bool = Field(True, description="False when listing failed part of the way.")
 
 
 class CallReceived(_Event):
@@ -81,6 +91,30 @@ class CallReceived(_Event):
     key_field: str | None = Field(None, description="The argument that carried a key, if any.")
     key: Any = Field(None, description="Its value.")
     schema_key_field: str | None = Field(None, description="The tool's schema offers this key.")
+    identity_arguments: Any = Field(
+        None,
+        description="K4/K5: the arguments the operation is made of (defaults added, keys left "
+        "out), when they differ from `arguments`.",
+    )
+    tool_reason: str | None = Field(None, description="C10: set when the tool was not listed.")
+    key_honoured: bool = Field(False, description="K6: the upstream deduplicates by key here.")
+
+
+class MessageRefused(_Event):
+    """The proxy refused a client message without forwarding it (X10)."""
+
+    type: Literal["message_refused"] = "message_refused"
+    reason: str = Field(description="no_id, null_id, duplicate_id, no_tool_name, unreadable.")
+    method: str | None = None
+    tool: str | None = None
+
+
+class TaskCreated(_Event):
+    """The upstream answered a task-augmented call with a task; its outcome comes later (X12)."""
+
+    type: Literal["task_created"] = "task_created"
+    seq: int
+    task_id: str
 
 
 class FaultApplied(_Event):
@@ -124,6 +158,8 @@ Event = Annotated[
     SessionStarted
     | ToolsListed
     | CallReceived
+    | MessageRefused
+    | TaskCreated
     | FaultApplied
     | UpstreamAnswered
     | AnswerSent

@@ -1,4 +1,5 @@
-"""Operation identity (K2): a tool plus the canonical form of its arguments minus key fields."""
+"""Operation identity (K2, K4, K5): a tool plus the canonical form of its completed arguments
+without key fields."""
 
 from __future__ import annotations
 
@@ -7,24 +8,42 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness import jsonutil
-from harness.tools import normalise_field_name
+from harness.defaults import DefaultsPlan, complete
+from harness.keys import normalise_field_name, strip_keys
 
 
 def strip_key_fields(arguments: Any, normalised_keys: frozenset[str]) -> Any:
-    """K1/K2: the arguments without their top-level key fields."""
+    """K1 as in event logs of version 1: the arguments without their top-level key fields."""
     if not isinstance(arguments, Mapping):
         return arguments
     return {k: v for k, v in arguments.items() if normalise_field_name(k) not in normalised_keys}
 
 
-def operation_id(tool: str, arguments: Any, normalised_keys: frozenset[str]) -> str:
-    """A short stable digest of (tool, canonical arguments without keys); equal iff same op.
+def identity_arguments(
+    arguments: Any, key_names: frozenset[str], defaults: DefaultsPlan | None = None
+) -> Any:
+    """K4 + K5: missing arguments are `{}`, omitted properties take the schema's defaults, and
+    key fields at any depth are left out."""
+    return strip_keys(complete(arguments, defaults), key_names)
+
+
+def operation_id(
+    tool: str,
+    arguments: Any,
+    normalised_keys: frozenset[str],
+    defaults: DefaultsPlan | None = None,
+) -> str:
+    """A short stable digest of (tool, canonical identity arguments); equal iff same op.
 
     `"12"` and `12` give different ids (the comparison is literal); `1.50` and `1.5` too, since
     numbers are compared as sent. Deeply nested arguments are canonicalised without recursion.
     """
-    body = jsonutil.canonical(strip_key_fields(arguments, normalised_keys))
-    return _digest(tool, body)
+    return digest_of(tool, identity_arguments(arguments, normalised_keys, defaults))
+
+
+def digest_of(tool: str, identity: Any) -> str:
+    """The operation id of identity arguments already worked out."""
+    return _digest(tool, jsonutil.canonical(identity))
 
 
 def raw_operation_id(tool: str, raw_arguments: str) -> str:

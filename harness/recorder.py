@@ -19,16 +19,19 @@ from harness.events import (
     CallReceived,
     FaultApplied,
     ListedTool,
+    MessageRefused,
     SessionEnded,
     SessionStarted,
+    TaskCreated,
     ToolsListed,
     UpstreamAnswered,
     UpstreamStatus,
     _Event,
 )
 from harness.faults import Fault, PlanConfig
-from harness.identity import operation_id, raw_operation_id
-from harness.tools import Classification, ClassifierConfig, classify_tools, key_of
+from harness.identity import digest_of, identity_arguments, raw_operation_id
+from harness.keys import find_keys
+from harness.tools import Classification, ClassifierConfig, classify_tools
 
 Sink = Callable[[_Event], None]
 
@@ -48,11 +51,10 @@ class Recorder:
         clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:
         self.classifier = classifier
-        self.classification = Classification()
+        self.classification = Classification(config=classifier, complete=False)
         self.sinks = list(sinks)
         self.clock = clock
         self._next_seq = 0
-        self._key_names = classifier.normalised_key_fields
 
     def _emit(self, event: _Event) -> None:
         for sink in self.sinks:
@@ -70,22 +72,31 @@ class Recorder:
                 chaos_seed=plan.seed if plan.chaos_error_rate is not None else None,
                 retry_after_s=plan.retry_after_s if plan.scenario == "F2" else None,
                 key_fields=list(self.classifier.key_fields),
+                keys_honoured=list(self.classifier.keys_honoured),
                 started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             )
         )
 
-    def tools_listed(self, tools: Iterable[Mapping[str, Any]]) -> Classification:
-        """Classify the upstream's full tool list (C1-C6) and record it."""
-        self.classification = classify_tools(tools, self.classifier)
+    def tools_listed(
+        self, tools: Iterable[Mapping[str, Any]], complete: bool = True
+    ) -> Classification:
+        """Classify the upstream's tool list (C1-C10) and record it; `complete`: all pages."""
+        self.classification = classify_tools(tools, self.classifier, complete=complete)
         self._emit(
             ToolsListed(
                 t_ns=self.clock(),
                 tools=[
                     ListedTool(
-                        name=t.name, tool_class=t.tool_class, reason=t.reason, key_field=t.key_field
+                        name=t.name,
+                        tool_class=t.tool_class,
+                        reason=t.reason,
+                        key_field=t.key_field,
+                        conflict=t.conflict,
+                        keys_honoured=t.keys_honoured,
                     )
                     for t in self.classification.tools.values()
                 ],
+                complete=complete,
             )
         )
         return self.classification
@@ -100,11 +111,14 @@ class Recorder:
         """A tool call arrived; `raw_arguments` stands in for arguments too deep to parse."""
         self._next_seq += 1
         info = self.classification.get(tool)
+        identity: Any = None
         if raw_arguments is not None:
             op, key_field, key = raw_operation_id(tool, raw_arguments), None, None
         else:
-            op = operation_id(tool, arguments, self._key_names)
-            key_field, key = key_of(arguments, self._key_names)
+            identity = identity_arguments(arguments, info.key_names, info.defaults)
+            op = digest_of(tool, identity)
+            found = find_keys(arguments, info.key_names) if identity is not arguments else ()
+            key_field, key = found[0] if found else (None, None)
         event = CallReceived(
             t_ns=self.clock(),
             seq=self._next_seq,
@@ -117,9 +131,21 @@ class Recorder:
             key_field=key_field,
             key=key,
             schema_key_field=info.key_field,
+            # Only when it differs from the arguments as received, to keep the log small.
+            identity_arguments=None if identity is arguments else identity,
+            tool_reason=None if info.listed else info.reason,
+            key_honoured=info.keys_honoured,
         )
         self._emit(event)
         return event
+
+    def refused(self, reason: str, method: str | None, tool: str | None) -> None:
+        """X10: a client message that was not forwarded."""
+        self._emit(MessageRefused(t_ns=self.clock(), reason=reason, method=method, tool=tool))
+
+    def task_created(self, seq: int, task_id: str) -> None:
+        """X12: the upstream answered a task-augmented call with a task."""
+        self._emit(TaskCreated(t_ns=self.clock(), seq=seq, task_id=task_id))
 
     def fault(self, seq: int, fault: Fault) -> None:
         self._emit(

@@ -18,8 +18,9 @@ from typing import Any
 from harness import CERTIFICATION, __version__, jsonutil
 from harness.events import AnswerSource, UpstreamStatus, _Event
 from harness.faults import Fault, FaultPlan, PlanConfig
-from harness.judge import Judge, Judgement, ReportText, judgement_of
+from harness.judge import Judge, Judgement, ReportText, judgement_of, tool_classification
 from harness.patches import build_patches
+from harness.protocol import COMPLETE, INPUT_REQUIRED
 from harness.recorder import Recorder, Sink
 from harness.tools import Classification, ClassifierConfig
 
@@ -62,7 +63,7 @@ class Session:
         self.ended = False
         self._patches_for: tuple[tuple[str, int], ...] | None = None
         self._patches_json = b"[]"
-        self._tools_for: Classification | None = None
+        self._tools_for: tuple[int, int] | None = None
         self._tools_json = b"[]"
         self._version_tail = f',"harnessVersion":{jsonutil.dumps(__version__)}}}'.encode()
 
@@ -73,8 +74,18 @@ class Session:
     def add_sink(self, sink: Sink) -> None:
         self.recorder.sinks.append(sink)
 
-    def tools_listed(self, tools: Iterable[Mapping[str, Any]]) -> Classification:
-        return self.recorder.tools_listed(tools)
+    def tools_listed(
+        self, tools: Iterable[Mapping[str, Any]], complete: bool = True
+    ) -> Classification:
+        return self.recorder.tools_listed(tools, complete=complete)
+
+    def refused(self, reason: str, method: str | None = None, tool: str | None = None) -> None:
+        """X10: the proxy refused a client message without forwarding it."""
+        self.recorder.refused(reason, method, tool)
+
+    def task_created(self, ticket: Ticket, task_id: str) -> None:
+        """X12: the call became an upstream task; its outcome arrives with the task's result."""
+        self.recorder.task_created(ticket.seq, task_id)
 
     def begin_call(
         self,
@@ -85,7 +96,9 @@ class Session:
     ) -> Ticket:
         """Record the call and ask the plan; an injecting fault answers instead of upstream."""
         event = self.recorder.call(tool, arguments, rpc_id=rpc_id, raw_arguments=raw_arguments)
-        listed = tool in self.classification.tools
+        # S7: a tool the upstream does not have leaves the scenario armed; when its list could
+        # not be read, a name it did not list may still exist (C10).
+        listed = self.classification.might_exist(tool)
         fault = self.plan.decide(event.seq, event.tool_class, listed)
         ticket = Ticket(event.seq, tool, event.tool_class, fault, None)
         if fault is not None and not fault.executes_upstream:
@@ -96,7 +109,20 @@ class Session:
         return ticket
 
     def upstream_result(self, ticket: Ticket, result: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The upstream answered with a result; returns the fault's answer for F1, else None."""
+        """The upstream answered with a result; returns the fault's answer for F1, else None.
+
+        A 2026-07-28 `InputRequiredResult` is not an execution: the call is repeated with the
+        input (X11). Another unknown `resultType` says nothing about execution: unknown (A1).
+        """
+        result_type = result.get("resultType")
+        if result_type == INPUT_REQUIRED:
+            self.recorder.upstream(ticket.seq, "input_required")
+            if ticket.fault is not None and ticket.fault.name == "F1":
+                self.plan.upstream_answered(ticket.seq, executed=False)
+            return None
+        if result_type not in (None, COMPLETE):
+            self.upstream_failed(ticket, "error", error={"resultType": result_type})
+            return None
         is_error = result.get("isError") is True
         self.recorder.upstream(ticket.seq, "result", is_error=is_error, result=result)
         fault = ticket.fault
@@ -133,10 +159,10 @@ class Session:
         if flavours != self._patches_for:  # patches change rarely: serialise them when they do
             self._patches_for = flavours
             self._patches_json = jsonutil.dumps(build_patches(self.judge.totals.flavours)).encode()
-        classification = self.classification
-        if classification is not self._tools_for:
-            self._tools_for = classification
-            self._tools_json = jsonutil.dumps(classification.as_json()).encode()
+        tools_now = (id(self.judge.tools), len(self.judge.unlisted_called))
+        if tools_now != self._tools_for:  # a new list, or a first call of an unlisted tool
+            self._tools_for = tools_now
+            self._tools_json = jsonutil.dumps(tool_classification(self.judge)).encode()
         (_, report_head), *rest = report
         return [
             ("file.head", head[:-1].encode() + b',"report":' + report_head),

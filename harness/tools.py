@@ -1,4 +1,8 @@
-"""Tool classification (C1-C7) and key fields (K1): pure functions of the tool list and flags."""
+"""Tool classification (C1-C10), key fields (K1, K5) and defaults (K4) per tool.
+
+Everything per tool is decided once, when the upstream's tool list arrives (or, for a tool it
+did not list, at its first call), so the work per call does not grow with the session.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +11,46 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.defaults import DefaultsPlan, defaults_plan
 from harness.errors import ConfigError
+from harness.keys import (
+    DEFAULT_KEY_SPELLINGS,
+    KeySpec,
+    find_key_field,
+    normalise_field_name,
+)
 from harness.textsafe import terminal
 
 ToolClass = Literal["write", "read", "unclassified"]
 
-# C4: the default write patterns, matched against the snake_case form of a name.
+# C4 + C8: default write patterns, matched against the snake_case form of a name's last
+# segment. Sources of the verbs beyond C4 are listed in docs/decisions.md ("Write verbs").
 DEFAULT_WRITE_PATTERNS: tuple[str, ...] = (
+    # C4
     "write*", "create_*", "send_*", "submit_*", "post_*", "update_*", "insert_*", "book_*",
     "pay_*", "charge_*", "cancel_*", "delete_*", "confirm_*", "place_*", "add_*", "register_*",
     "schedule_*", "transfer_*", "refund_*", "reserve_*", "issue_*", "remove_*", "withdraw_*",
     "deposit_*", "purchase_*", "approve_*",
+    # C8: creating and changing records
+    "get_or_create*", "find_or_create*", "make_*", "set_*", "edit_*", "modify_*", "patch_*",
+    "put_*", "upsert_*", "replace_*", "save_*", "store_*", "rename_*", "move_*", "copy_*",
+    "upload_*", "import_*", "apply_*", "assign_*", "unassign_*", "archive_*", "restore_*",
+    # payments
+    "process_*", "capture_*", "authorize_*", "void_*", "settle_*", "payout_*", "finalize_*",
+    "order_*", "buy_*", "subscribe_*", "unsubscribe_*", "check_in_*", "check_out_*",
+    "checkout_*",
+    # messaging
+    "reply_*", "forward_*", "notify_*", "broadcast_*", "invite_*", "share_*", "publish_*",
+    "unpublish_*", "comment_*",
+    # version control
+    "commit*", "merge_*", "push_*", "fork_*", "rebase_*", "revert_*", "cherry_pick_*",
+    "tag_*", "release_*", "deploy_*", "rollback_*",
+    # SQL and data stores
+    "execute_*", "exec_*", "drop_*", "truncate_*", "alter_*", "grant_*", "revoke_*",
+    # approvals and workflow states
+    "reject_*", "decline_*", "accept_*", "sign_*", "close_*", "reopen_*", "resolve_*",
+    "complete_*", "mark_*", "lock_*", "unlock_*", "enable_*", "disable_*", "activate_*",
+    "deactivate_*",
 )  # fmt: skip
 
 # C5: default read prefixes; each must be the whole first word of the name.
@@ -26,7 +59,7 @@ DEFAULT_READ_PREFIXES: frozenset[str] = frozenset(
      "show", "view", "count", "is", "has")
 )  # fmt: skip
 
-DEFAULT_KEY_FIELDS: tuple[str, ...] = ("idempotency_key",)
+DEFAULT_KEY_FIELDS: tuple[str, ...] = DEFAULT_KEY_SPELLINGS
 
 REASON_EXPLICIT_WRITE = "explicit --write-tools"
 REASON_EXPLICIT_READ = "explicit --read-tools"
@@ -35,6 +68,9 @@ REASON_WRITE_PATTERN = "--write-tools pattern"
 REASON_READ_PREFIX = "read prefix"
 REASON_NONE = "no annotation, no pattern match"
 REASON_NOT_LISTED = "not listed by the upstream"
+
+# C8: `a__b__tool`, `server.tool`, `server/tool`: the last segment names what the tool does.
+_NAMESPACE = re.compile(r"__|[./]")
 
 
 def glob_match(pattern: str, name: str) -> bool:
@@ -61,12 +97,26 @@ def glob_match(pattern: str, name: str) -> bool:
     return True
 
 
+def last_segment(name: str) -> str:
+    """C8: the tool's own name inside a namespaced one (`mcp__stripe__create_refund`)."""
+    parts = [p for p in _NAMESPACE.split(name) if p]
+    return parts[-1] if parts else name
+
+
+def tool_glob_match(pattern: str, name: str) -> bool:
+    """An explicit glob matches the full name or, for a namespaced name, its last segment."""
+    if glob_match(pattern, name):
+        return True
+    short = last_segment(name)
+    return short != name and glob_match(pattern, short)
+
+
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 def snake_case(name: str) -> str:
     """`createAppointment` -> `create_appointment`, `getHTTPStatus` -> `get_http_status`."""
-    return _CAMEL_BOUNDARY.sub("_", name).replace("-", "_").lower()
+    return _CAMEL_BOUNDARY.sub("_", name).replace("-", "_").replace(" ", "_").lower()
 
 
 def first_word(name: str) -> str:
@@ -74,40 +124,47 @@ def first_word(name: str) -> str:
     return snake_case(name).lstrip("_").split("_", 1)[0]
 
 
-def normalise_field_name(name: str) -> str:
-    """K1: key fields match ignoring case, `-` and `_`."""
-    return name.replace("-", "").replace("_", "").lower()
-
-
 @dataclass(frozen=True)
 class ClassifierConfig:
-    """The classification flags, validated once at the edge."""
+    """The classification and key flags, validated once at the edge."""
 
     write_globs: tuple[str, ...] | None = None  # --write-tools: replaces the default patterns
     read_globs: tuple[str, ...] = ()  # --read-tools: added to the default prefixes
-    key_fields: tuple[str, ...] = DEFAULT_KEY_FIELDS
+    key_fields: tuple[str, ...] = DEFAULT_KEY_FIELDS  # --key-fields entries (K1, K5)
+    keys_honoured: tuple[str, ...] = ()  # --keys-honoured: tool globs (K6)
+
+    @property
+    def key_spec(self) -> KeySpec:
+        spec = self.__dict__.get("_key_spec")
+        if spec is None:
+            spec = KeySpec.parse(self.key_fields)
+            object.__setattr__(self, "_key_spec", spec)
+        return spec
 
     @property
     def normalised_key_fields(self) -> frozenset[str]:
-        return frozenset(normalise_field_name(k) for k in self.key_fields)
+        return self.key_spec.names
+
+    def honours_keys(self, name: str) -> bool:
+        return any(tool_glob_match(g, name) for g in self.keys_honoured)
 
 
 @dataclass(frozen=True)
 class ToolInfo:
-    """One upstream tool as the harness sees it."""
+    """One tool as the harness sees it."""
 
     name: str
     tool_class: ToolClass
     reason: str
-    key_field: str | None = None  # the input-schema property that carries an idempotency key
+    key_field: str | None = None  # the input-schema property (path) that carries a key
+    conflict: str | None = None  # C9: how the annotation contradicts the name
+    listed: bool = True
+    key_names: frozenset[str] = frozenset()  # normalised key-field names for this tool
+    defaults: DefaultsPlan | None = field(default=None, compare=False)
+    keys_honoured: bool = False  # K6
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "class": self.tool_class,
-            "reason": self.reason,
-            "keyField": self.key_field,
-        }
+
+_UNLISTED_CACHE = 4096
 
 
 @dataclass
@@ -115,23 +172,32 @@ class Classification:
     """The classified tool list (C7's `toolClassification`)."""
 
     tools: dict[str, ToolInfo] = field(default_factory=dict)
+    config: ClassifierConfig = field(default_factory=ClassifierConfig)
+    complete: bool = True  # False when listing failed: unlisted names may still exist
+    unlisted: dict[str, ToolInfo] = field(default_factory=dict)
 
     def get(self, name: str) -> ToolInfo:
-        """C6: a tool the upstream did not list is always unclassified."""
+        """C10: a tool the upstream did not list is classified by flags and name patterns."""
         info = self.tools.get(name)
+        if info is not None:
+            return info
+        info = self.unlisted.get(name)
         if info is None:
-            return ToolInfo(name, "unclassified", REASON_NOT_LISTED)
+            info = classify_tool({"name": name}, self.config, listed=False)
+            if len(self.unlisted) < _UNLISTED_CACHE:
+                self.unlisted[name] = info
         return info
+
+    def might_exist(self, name: str) -> bool:
+        """S7: the upstream has this tool, or its list is unknown (listing failed)."""
+        return name in self.tools or not self.complete
 
     def unclassified(self) -> list[str]:
         return [t.name for t in self.tools.values() if t.tool_class == "unclassified"]
 
-    def as_json(self) -> list[dict[str, Any]]:
-        return [t.as_json() for t in self.tools.values()]
 
-
-def _annotation_class(annotations: Mapping[str, Any] | None) -> tuple[ToolClass, str] | None:
-    if not annotations:
+def _annotation_class(annotations: Any) -> tuple[ToolClass, str] | None:
+    if not isinstance(annotations, Mapping) or not annotations:
         return None
     read_only = annotations.get("readOnlyHint")
     if read_only is True:
@@ -143,50 +209,64 @@ def _annotation_class(annotations: Mapping[str, Any] | None) -> tuple[ToolClass,
     return None
 
 
-def classify_tool(tool: Mapping[str, Any], config: ClassifierConfig) -> ToolInfo:
-    """C1-C5 and K1 for one tool as listed by the upstream (a `tools/list` entry)."""
+def _name_class(name: str, config: ClassifierConfig) -> tuple[ToolClass, str] | None:
+    """C4, C5, C8: what the name says, by its last segment."""
+    short = snake_case(last_segment(name))
+    if config.write_globs is None and any(glob_match(p, short) for p in DEFAULT_WRITE_PATTERNS):
+        return "write", REASON_DEFAULT_WRITE
+    if first_word(short) in DEFAULT_READ_PREFIXES:
+        return "read", REASON_READ_PREFIX
+    return None
+
+
+def classify_tool(
+    tool: Mapping[str, Any], config: ClassifierConfig, *, listed: bool = True
+) -> ToolInfo:
+    """C1-C10 and K1/K4/K5/K6 for one tool as listed by the upstream (a `tools/list` entry)."""
     name = str(tool.get("name", ""))
-    key_field = find_key_field(tool.get("inputSchema"), config.normalised_key_fields)
+    schema = tool.get("inputSchema")
+    key_names = config.key_spec.for_tool(name)
+    common = {
+        "key_field": find_key_field(schema, key_names),
+        "listed": listed,
+        "key_names": key_names,
+        "defaults": defaults_plan(schema),
+        "keys_honoured": config.honours_keys(name),
+    }
+    suffix = "" if listed else f"; {REASON_NOT_LISTED}"
     explicit_write = config.write_globs is not None and any(
-        glob_match(g, name) for g in config.write_globs
+        tool_glob_match(g, name) for g in config.write_globs
     )
-    explicit_read = any(glob_match(g, name) for g in config.read_globs)
+    explicit_read = any(tool_glob_match(g, name) for g in config.read_globs)
     if explicit_write and explicit_read:
         raise ConfigError(
             f'tool "{name}" matches both --write-tools and --read-tools; make the lists disjoint'
         )
     if explicit_write:
-        return ToolInfo(name, "write", REASON_EXPLICIT_WRITE, key_field)
+        return ToolInfo(name, "write", REASON_EXPLICIT_WRITE + suffix, **common)
     if explicit_read:
-        return ToolInfo(name, "read", REASON_EXPLICIT_READ, key_field)
+        return ToolInfo(name, "read", REASON_EXPLICIT_READ + suffix, **common)
+    by_name = _name_class(name, config)
     by_annotation = _annotation_class(tool.get("annotations"))
     if by_annotation is not None:
-        return ToolInfo(name, by_annotation[0], by_annotation[1], key_field)
-    if config.write_globs is None:
-        snake = snake_case(name)
-        if any(glob_match(p, snake) for p in DEFAULT_WRITE_PATTERNS):
-            return ToolInfo(name, "write", REASON_DEFAULT_WRITE, key_field)
-    if first_word(name) in DEFAULT_READ_PREFIXES:
-        return ToolInfo(name, "read", REASON_READ_PREFIX, key_field)
-    return ToolInfo(name, "unclassified", REASON_NONE, key_field)
+        cls, reason = by_annotation
+        if by_name is not None and by_name[0] != cls:
+            # C9: a name and an annotation that disagree. Judged as a write either way: a
+            # read-only hint on a writing name never turns a repeated write into a verification.
+            conflict = f"the name reads as a {by_name[0]}, the {reason} says {cls}"
+            return ToolInfo(name, "write", f"{reason} contradicts the name", conflict=conflict,
+                            **common)  # fmt: skip
+        return ToolInfo(name, cls, reason + suffix, **common)
+    if by_name is not None:
+        return ToolInfo(name, by_name[0], by_name[1] + suffix, **common)
+    return ToolInfo(name, "unclassified", REASON_NONE + suffix, **common)
 
 
-def find_key_field(input_schema: Any, normalised_keys: frozenset[str]) -> str | None:
-    """K1: the first top-level schema property whose name is a key field."""
-    if not isinstance(input_schema, Mapping):
-        return None
-    properties = input_schema.get("properties")
-    if not isinstance(properties, Mapping):
-        return None
-    for prop in properties:
-        if isinstance(prop, str) and normalise_field_name(prop) in normalised_keys:
-            return prop
-    return None
-
-
-def classify_tools(tools: Iterable[Mapping[str, Any]], config: ClassifierConfig) -> Classification:
+def classify_tools(
+    tools: Iterable[Mapping[str, Any]], config: ClassifierConfig, *, complete: bool = True
+) -> Classification:
     """Classify every listed tool; raise ConfigError for a tool in both explicit lists (C2)."""
-    result = Classification()
+    result = Classification(config=config, complete=complete)
     for tool in tools:
         info = classify_tool(tool, config)
         result.tools[info.name] = info
@@ -194,12 +274,11 @@ def classify_tools(tools: Iterable[Mapping[str, Any]], config: ClassifierConfig)
 
 
 def key_of(arguments: Any, normalised_keys: frozenset[str]) -> tuple[str | None, Any]:
-    """K1: (argument name, value) of the first top-level key field present, else (None, None)."""
-    if isinstance(arguments, Mapping):
-        for name, value in arguments.items():
-            if normalise_field_name(name) in normalised_keys:
-                return name, value
-    return None, None
+    """K1/K5: (path, value) of the first key field at any depth, else (None, None)."""
+    from harness.keys import find_keys
+
+    found = find_keys(arguments, normalised_keys)
+    return found[0] if found else (None, None)
 
 
 def startup_lines(classification: Classification, key_fields: Sequence[str]) -> list[str]:
@@ -217,10 +296,35 @@ def startup_lines(classification: Classification, key_fields: Sequence[str]) -> 
                 "passed through, never triggers a scenario and is not scored. "
                 "Use --write-tools or --read-tools to classify it."
             )
+        if t.conflict is not None:
+            lines.append(
+                f'WARNING: tool "{names[t.name]}": {t.conflict}; it is judged as a write. '
+                "Use --read-tools if it really only reads."
+            )
     with_key = [f"{t.name} ({t.key_field})" for t in tools if t.key_field]
     fields = ", ".join(key_fields)
     if with_key:
         lines.append(f"Tools with a key field [{fields}]: " + ", ".join(with_key))
     else:
         lines.append(f"No tool takes a key field [{fields}] (set --key-fields if yours differ).")
+    honoured = [t.name for t in tools if t.keys_honoured]
+    if honoured:
+        lines.append("The upstream deduplicates same-key repeats of: " + ", ".join(honoured))
     return lines
+
+
+__all__ = [
+    "DEFAULT_KEY_FIELDS",
+    "Classification",
+    "ClassifierConfig",
+    "ToolInfo",
+    "classify_tool",
+    "classify_tools",
+    "glob_match",
+    "key_of",
+    "last_segment",
+    "normalise_field_name",
+    "snake_case",
+    "startup_lines",
+    "tool_glob_match",
+]

@@ -49,13 +49,12 @@ class CreateBooking(ToolArgs):
     guest: Text = Field(description="Full name of the guest.")
     date: IsoDate = Field(description="Arrival date as YYYY-MM-DD.")
     nights: int = Field(ge=1, le=365, description="Number of nights.")
-    room_type: RoomType | None = Field(
-        default=None, description=f"Room type; {DEFAULT_ROOM_TYPE!r} when omitted."
-    )
+    # The default is declared in the schema, so a client (and the harness, K4) can see it.
+    room_type: RoomType = Field(default=DEFAULT_ROOM_TYPE, description="Room type.")
 
     def operation(self) -> tuple[str, str, int, str]:
         """The business identity of this booking, as the ledger groups rows."""
-        return (match_key(self.guest), self.date, self.nights, self.room_type or DEFAULT_ROOM_TYPE)
+        return (match_key(self.guest), self.date, self.nights, self.room_type)
 
 
 class SearchBookings(ToolArgs):

@@ -616,7 +616,8 @@ async def test_x7_deeply_nested_arguments_are_judged_and_the_proxy_keeps_serving
     assert (deep["tool"], deep["attempts"], deep["outcome"]) == (
         "create_booking", 1, "EXECUTION_UNKNOWN"
     )  # judged, as an operation of its own
-    assert normal["arguments"] == BOOK and normal["executions"] == 1
+    # K4: the operation carries the default the schema declares for room_type
+    assert normal["arguments"] == {**BOOK, "room_type": "standard"} and normal["executions"] == 1
     assert run.truth() == [("create_booking", BOOK)]
     assert run.returncode == 0 and "Traceback" not in run.stderr()
 

@@ -24,7 +24,8 @@ SERVER = Path(__file__).resolve().parents[1] / "e2e" / "servers" / "counting_ser
 TIMEOUT_S = 30
 ALL_TOOLS = [
     "create_booking", "apply_discount", "search_bookings", "get_booking", "sync_ledger",
-    "reject_write", "fail_rpc", "slow_write", "crash_write", "big_answer", "structured",
+    "reject_write", "fail_rpc", "slow_write", "crash_write", "big_answer", "create_note",
+    "payments__process_payment", "structured",
 ]
 
 
@@ -193,7 +194,7 @@ async def test_paginates_tools_and_serves_instructions_resource_and_prompt(tmp_p
         contents = (await s.read_resource(resources[0].uri)).contents
         prompts = (await s.list_prompts()).prompts
         prompt = await s.get_prompt("booking_request", {"guest": "Bo"})
-    assert [len(p) for p in pages] == [3, 3, 3, 2]
+    assert [len(p) for p in pages] == [3, 3, 3, 3, 1]
     tools = {t.name: t for page in pages for t in page}
     assert list(tools) == ALL_TOOLS
     for name, expected in ANNOTATIONS.items():

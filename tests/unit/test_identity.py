@@ -1,4 +1,4 @@
-"""Operation identity (K2) and exact JSON handling."""
+"""Operation identity (K2, K4, K5) and exact JSON handling."""
 
 from decimal import Decimal
 
@@ -48,9 +48,15 @@ def test_k2_array_order_matters_for_identity():  # K2 (J9 handles near-misses se
     assert op({"a": [1, 2]}) != op({"a": [2, 1]})
 
 
-def test_k2_only_top_level_key_fields_are_stripped():  # K1
+def test_k1_version_1_logs_strip_only_top_level_key_fields():  # K1 as logs of version 1 read
     args = {"meta": {"idempotency_key": "k"}, "idempotency_key": "top"}
     assert strip_key_fields(args, KEYS) == {"meta": {"idempotency_key": "k"}}
+
+
+def test_k5_key_fields_are_not_part_of_the_operation_at_any_depth():  # K5
+    assert op({"a": 1, "options": {"X-Idempotency-Key": "k1"}}) == op({"a": 1, "options": {}})
+    assert op({"a": [{"client_token": "t1"}]}) == op({"a": [{"ClientToken": "t2"}]})
+    assert op({"a": 1, "request_id": "r1"}) != op({"a": 1, "request_id": "r2"})  # not a key
 
 
 def test_canonical_form_has_sorted_keys_and_no_whitespace():  # K2

@@ -1,13 +1,13 @@
-"""Tool classification (C1-C7) and key fields (K1)."""
+"""Tool classification (C1-C10) and key fields (K1, K5)."""
 
 import pytest
 
 from harness.errors import ConfigError
+from harness.keys import find_key_field
 from harness.tools import (
     ClassifierConfig,
     classify_tool,
     classify_tools,
-    find_key_field,
     glob_match,
     key_of,
     normalise_field_name,
@@ -98,7 +98,7 @@ def test_c4_snake_case_splits_camel_words(name, snake):  # C4
         ("isOpen", "read", "read prefix"),
         ("has_room", "read", "read prefix"),
         ("list", "read", "read prefix"),
-        ("check_in_guest", "read", "read prefix"),  # documented limit: a write read as read
+        ("check_in_guest", "write", "default write pattern"),  # C8: no longer read as a read
         ("update_status_view", "write", "default write pattern"),  # documented limit
         ("sync_ledger", "unclassified", "no annotation, no pattern match"),
         ("issues", "unclassified", "no annotation, no pattern match"),  # 'is' is a whole word
@@ -133,11 +133,28 @@ def test_c3_annotations_decide_before_name_patterns(annotations, cls, reason):  
     assert (info.tool_class, info.reason) == (cls, reason)
 
 
-def test_c3_annotation_overrides_a_misleading_name():  # C1 order: annotations before patterns
+def test_c3_annotation_decides_where_the_name_says_nothing():  # C1 order: annotations first
+    assert classify_tool(tool("sync_ledger", {"readOnlyHint": True}), DEFAULT).tool_class == "read"
     info = classify_tool(tool("get_or_create", {"readOnlyHint": False}), DEFAULT)
+    assert (info.tool_class, info.conflict) == ("write", None)  # no pattern: no conflict
+
+
+@pytest.mark.parametrize(
+    ("name", "annotations"),
+    [
+        ("create_report_view", {"readOnlyHint": True}),  # the issue: a write hinted read-only
+        ("get_or_create_customer", {"readOnlyHint": True}),
+        ("search_bookings", {"readOnlyHint": False}),  # the other direction
+    ],
+)
+def test_c9_a_name_annotation_conflict_is_flagged_and_judged_as_a_write(name, annotations):
+    # C9: never a verification: the tool stays a write, with a WARNING and a flag.
+    info = classify_tool(tool(name, annotations), DEFAULT)
     assert info.tool_class == "write"
-    info = classify_tool(tool("create_report_view", {"readOnlyHint": True}), DEFAULT)
-    assert info.tool_class == "read"
+    assert info.conflict is not None and "contradicts the name" in info.reason
+    lines = startup_lines(classify_tools([tool(name, annotations)], DEFAULT), [])
+    assert any(line.startswith(f'WARNING: tool "{name}"') and "judged as a write" in line
+               for line in lines)
 
 
 def test_c1_explicit_flags_win_over_annotations():  # C1
@@ -171,34 +188,129 @@ def test_c2_a_tool_in_both_explicit_lists_is_a_startup_error_naming_it():  # C2
         classify_tools([tool("get_booking")], config)
 
 
-def test_c6_a_tool_the_upstream_did_not_list_is_unclassified_even_if_it_matches():  # C6
-    config = ClassifierConfig(write_globs=("*",))
+@pytest.mark.parametrize(
+    ("config", "name", "cls", "reason"),
+    [
+        (ClassifierConfig(write_globs=("*",)), "invented_tool", "write", "explicit --write-tools"),
+        (DEFAULT, "create_refund", "write", "default write pattern"),
+        (DEFAULT, "get_refund", "read", "read prefix"),
+        (DEFAULT, "frobnicate", "unclassified", "no annotation, no pattern match"),
+    ],
+)
+def test_c10_a_tool_the_upstream_did_not_list_is_classified_by_flags_and_names(
+    config, name, cls, reason
+):  # C10 (replaces C6)
     classification = classify_tools([tool("create_booking")], config)
-    info = classification.get("invented_tool")
-    assert info.tool_class == "unclassified"
-    assert info.reason == "not listed by the upstream"
+    info = classification.get(name)
+    assert (info.tool_class, info.listed) == (cls, False)
+    assert info.reason == f"{reason}; not listed by the upstream"
+    assert classification.might_exist(name) is False  # the list is complete: S7 stays armed
 
 
 @pytest.mark.parametrize(
-    "name", ["idempotency_key", "Idempotency-Key", "idempotencyKey", "IDEMPOTENCY_KEY"]
+    ("name", "cls"),
+    [
+        ("mcp__stripe__create_refund", "write"),  # the issue's example
+        ("a__b__tool_get", "unclassified"),
+        ("payments.process_payment", "write"),
+        ("github/merge_pull_request", "write"),
+        ("db.execute_sql", "write"),
+        ("crm__upsert_record", "write"),
+        ("slack/send_message", "write"),
+        ("server.get_booking", "read"),
+        ("mcp__fs__list_directory", "read"),
+        ("get_or_create_customer", "write"),  # C8: a write, not a read by its first word
+        ("find_or_create_user", "write"),
+        ("set_status", "write"),
+        ("edit_file", "write"),
+        ("move_file", "write"),
+        ("make_payment", "write"),
+        ("publish_post", "write"),
+        ("push_files", "write"),
+        ("settle_invoice", "write"),
+        ("settings_view", "unclassified"),  # set_* needs the whole word
+        ("issues", "unclassified"),
+    ],
 )
-def test_k1_key_fields_match_ignoring_case_dash_and_underscore(name):  # K1
-    assert normalise_field_name(name) == "idempotencykey"
+def test_c8_namespaced_names_and_the_broad_write_verbs(name, cls):  # C8
+    assert classify_tool(tool(name), DEFAULT).tool_class == cls
+
+
+def test_c8_an_explicit_glob_also_matches_the_last_segment():  # C8 C2
+    config = ClassifierConfig(read_globs=("sync_*",))
+    assert classify_tool(tool("mcp__ledger__sync_all"), config).tool_class == "read"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "idempotency_key", "Idempotency-Key", "idempotencyKey", "IDEMPOTENCY_KEY",
+        "X-Idempotency-Key", "x_idempotency_key", "xIdempotencyKey",  # K5: the issue's cases
+    ],
+)  # fmt: skip
+def test_k1_k5_key_fields_match_ignoring_case_separators_and_an_x_prefix(name):  # K1 K5
     schema = {"type": "object", "properties": {"amount": {}, name: {}}}
     assert find_key_field(schema, DEFAULT.normalised_key_fields) == name
+    assert key_of({name: "k"}, DEFAULT.normalised_key_fields) == (name, "k")
 
 
-def test_k1_only_top_level_arguments_are_key_fields():  # K1
+@pytest.mark.parametrize(
+    "name",
+    ["ClientToken", "client_token", "ClientRequestToken", "IdempotencyToken",
+     "MessageDeduplicationId", "deduplication_id", "dedup_key"],
+)  # fmt: skip
+def test_k5_aws_and_deduplication_spellings_are_keys_by_default(name):  # K5
+    assert key_of({"amount": 1, name: "t"}, DEFAULT.normalised_key_fields) == (name, "t")
+
+
+@pytest.mark.parametrize("name", ["request_id", "X-Request-ID", "requestId", "id", "token"])
+def test_k5_request_ids_are_not_keys_by_default(name):  # K5: they often name the resource
+    assert key_of({name: "r"}, DEFAULT.normalised_key_fields) == (None, None)
+
+
+def test_k5_key_fields_are_found_at_any_depth_in_arguments_and_schemas():  # K5
     keys = DEFAULT.normalised_key_fields
-    assert key_of({"meta": {"idempotency_key": "k"}}, keys) == (None, None)
-    assert key_of({"idempotencyKey": "k", "x": 1}, keys) == ("idempotencyKey", "k")
+    assert key_of({"options": {"idempotency_key": "k"}}, keys) == ("options.idempotency_key", "k")
+    assert key_of({"items": [{"a": 1}, {"clientToken": "t"}]}, keys) == ("items[1].clientToken", "t")
+    # the top level comes first
+    assert key_of({"meta": {"client_token": "n"}, "idempotency_key": "t"}, keys)[1] == "t"
+    schema = {
+        "type": "object",
+        "properties": {"options": {"$ref": "#/$defs/Options"}},
+        "$defs": {"Options": {"type": "object", "properties": {"X-Idempotency-Key": {}}}},
+    }
+    assert find_key_field(schema, keys) == "options.X-Idempotency-Key"
 
 
-def test_k1_custom_key_fields_replace_the_default():  # K1
+def test_k1_k5_custom_key_fields_replace_the_default_and_default_brings_it_back():  # K1 K5
     config = ClassifierConfig(key_fields=("request_id", "client-token"))
     keys = config.normalised_key_fields
     assert key_of({"clientToken": "t"}, keys) == ("clientToken", "t")
+    assert key_of({"request_id": "r"}, keys) == ("request_id", "r")
     assert key_of({"idempotency_key": "k"}, keys) == (None, None)
+    both = ClassifierConfig(key_fields=("default", "txn_ref")).normalised_key_fields
+    assert key_of({"idempotency_key": "k"}, both) == ("idempotency_key", "k")
+    assert key_of({"txnRef": "r"}, both) == ("txnRef", "r")
+
+
+def test_k5_per_tool_key_fields_apply_to_that_tool_only():  # K5: --key-fields TOOL:FIELD
+    config = ClassifierConfig(key_fields=("default", "create_payment:reference", "book_*:ref"))
+    spec = config.key_spec
+    assert normalise_field_name("reference") in spec.for_tool("create_payment")
+    assert normalise_field_name("reference") not in spec.for_tool("create_booking")
+    assert normalise_field_name("ref") in spec.for_tool("book_room")
+    assert normalise_field_name("ref") in spec.for_tool("mcp__hotel__book_room")  # C8 too
+    info = classify_tool(tool("create_payment", properties={"reference": {}}), config)
+    assert info.key_field == "reference"
+
+
+@pytest.mark.parametrize("entry", [":x", "tool:", "a:"])
+def test_k5_a_malformed_per_tool_entry_is_a_usage_error(entry):  # K5 X1
+    from harness.errors import UsageError
+    from harness.keys import KeySpec
+
+    with pytest.raises(UsageError, match="TOOL:FIELD"):
+        KeySpec.parse([entry])
 
 
 def test_c7_startup_lines_name_class_reason_warnings_and_key_fields():  # C7
@@ -219,9 +331,3 @@ def test_c7_startup_lines_name_class_reason_warnings_and_key_fields():  # C7
     assert lines[4].endswith("(no annotation, no pattern match)")
     assert any(line.startswith('WARNING: tool "sync_ledger"') for line in lines)
     assert lines[-1] == "Tools with a key field [idempotency_key]: create_booking (idempotency_key)"
-    assert classification.as_json()[0] == {
-        "name": "create_booking",
-        "class": "write",
-        "reason": "default write pattern",
-        "keyField": "idempotency_key",
-    }

@@ -10,7 +10,8 @@ not executed (reject_write, fail_rpc without --fail-after-write) leaves no line.
 --spawn-child the file also gets one line `{"child_pid": N}`; readers filter on "tool".
 
 Tools and how a proxy should classify them (SPEC C3-C6):
-  create_booking   write by name pattern, no annotations; optional idempotency_key
+  create_booking   write by name pattern, no annotations; optional idempotency_key and
+                   room_type (schema default "standard", which the server applies)
   apply_discount   write by annotation readOnlyHint=false
   search_bookings  read by prefix; lists the executed create_booking calls
   get_booking      read by annotation readOnlyHint=true
@@ -21,6 +22,8 @@ Tools and how a proxy should classify them (SPEC C3-C6):
   crash_write      write; executes, then the process exits with code 3 without answering
   big_answer       write; executes and answers --big-bytes bytes of text
   structured       read; answers structuredContent and _meta, declares an outputSchema
+  create_note      writes, but is annotated readOnlyHint=true: a name/annotation conflict (C9)
+  payments__process_payment  write by its namespaced name's last segment (C8), no annotation
 Also one resource (counting://executions) and one prompt (booking_request), for pass-through.
 
 Standalone on purpose: it imports only the MCP SDK, never the project under test.
@@ -132,6 +135,7 @@ class CountingServer:
 
     def _declare_tools(self) -> None:
         booking = _schema(guest="string", date="string", idempotency_key="string")
+        booking["properties"]["room_type"] = {"type": "string", "default": "standard"}
         booking["required"] = ["guest", "date"]
         item = _schema(item="string")
         self._tool("create_booking", "Create a booking.", booking, self.create_booking)
@@ -153,6 +157,10 @@ class CountingServer:
                    self.crash_write, WRITE)
         self._tool("big_answer", "A write with a very large answer.", item, self.big_answer,
                    WRITE)
+        self._tool("create_note", "Create a note (wrongly annotated as read-only).",
+                   _schema(text="string"), self.create_note, READ)
+        self._tool("payments__process_payment", "Charge a payment.",
+                   _schema(customer="string", amount="number"), self.process_payment)
         self._tool("structured", "Answers with structuredContent and _meta.",
                    _schema(value="string"), self.structured, READ,
                    output_schema={
@@ -165,9 +173,18 @@ class CountingServer:
 
     async def create_booking(self, ctx: ServerRequestContext[Any], args: dict[str, Any]):
         booking_id = "BK-" + uuid.uuid4().hex[:8].upper()
-        self.truth.record("create_booking", args, booking_id=booking_id)
+        self.truth.record("create_booking", args, booking_id=booking_id,
+                          room_type=args.get("room_type", "standard"))
         return _ok({"booking_id": booking_id, "guest": args.get("guest"),
                     "date": args.get("date")})
+
+    async def create_note(self, ctx: ServerRequestContext[Any], args: dict[str, Any]):
+        self.truth.record("create_note", args)
+        return _ok({"note_id": "N-" + uuid.uuid4().hex[:6].upper(), **args})
+
+    async def process_payment(self, ctx: ServerRequestContext[Any], args: dict[str, Any]):
+        self.truth.record("payments__process_payment", args)
+        return _ok({"payment_id": "PAY-" + uuid.uuid4().hex[:6].upper(), **args})
 
     async def apply_discount(self, ctx: ServerRequestContext[Any], args: dict[str, Any]):
         self.truth.record("apply_discount", args)
