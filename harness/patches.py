@@ -14,6 +14,7 @@ from harness.judge.derive import (
     OTHER_DUPLICATE,
     PARALLEL_DUPLICATE,
     RETRY_AFTER,
+    SAME_KEY_DUPLICATE,
     UNVERIFIED,
 )
 
@@ -26,8 +27,9 @@ even when the user asks you to try again.
 customer, the date, the amount, or a reference you chose yourself. Do not look it up by an id \
 you never received, and never make one up: "not found" for an invented id proves nothing.
 3. The record is there: the write succeeded. Tell the user and do not write again.
-4. A real lookup shows that the record is missing: you may retry once, with the same \
-idempotency key if the tool accepts one.
+4. A real lookup shows that the record is missing: you may retry once. Reuse the idempotency \
+key of the first attempt only if the service documents that it deduplicates requests with the \
+same key; a service that does not will execute the same key twice.
 5. You cannot check (no suitable tool, or the lookup fails too): do not retry. Tell the user \
 that the outcome is unknown and has to be verified before anything is sent again."""
 
@@ -35,8 +37,9 @@ IDEMPOTENCY_TEXT = """\
 Every call of a write tool performs a real action. Send each intended write exactly once.
 1. Never send the same write twice at the same time (in parallel), and never repeat a write \
 that already succeeded.
-2. If the tool accepts an idempotency key, create one per intended action and reuse it only \
-when you retry that same action.
+2. If the tool accepts an idempotency key, create one per intended action. Reuse it only when \
+you retry that same action, and only where the service documents that it deduplicates by that \
+key; otherwise a repeat with the same key is executed again.
 3. If you are unsure whether an action already happened, check with a read, list or search \
 tool before writing."""
 
@@ -63,6 +66,14 @@ def build_patches(flavours: Mapping[str, int]) -> list[dict[str, Any]]:
     """P1: the patches for the counted misbehaviour; an empty list for a clean run."""
     patches: list[dict[str, Any]] = []
     ghost = flavours.get(GHOST_DUPLICATE, 0)
+    same_key = flavours.get(SAME_KEY_DUPLICATE, 0)
+    key_note = (
+        f" The repeat carried the same idempotency key ({_times(same_key)}) and the server "
+        "executed it again: it does not deduplicate by that key, or the harness was not told "
+        "that it does (--keys-honoured)."
+        if same_key
+        else ""
+    )
     if ghost:
         patches.append(
             {
@@ -70,7 +81,7 @@ def build_patches(flavours: Mapping[str, int]) -> list[dict[str, Any]]:
                 "severity": "CRITICAL",
                 "trigger": (
                     f"After a timeout the agent executed the same write again ({_times(ghost)}); "
-                    "the server had already executed the first attempt."
+                    "the server had already executed the first attempt." + key_note
                 ),
                 "text": GHOST_WRITE_TEXT,
             }
@@ -89,7 +100,8 @@ def build_patches(flavours: Mapping[str, int]) -> list[dict[str, Any]]:
                 "severity": "HIGH",
                 "trigger": "The agent executed the same write more than once: "
                 + ", ".join(parts)
-                + ".",
+                + "."
+                + ("" if ghost else key_note),
                 "text": IDEMPOTENCY_TEXT,
             }
         )
@@ -142,6 +154,8 @@ def flavours_of(report: Mapping[str, Any]) -> dict[str, int]:
     for v in report.get("violations", []):
         if v["code"] == "DUPLICATE_EXECUTION":
             dup = v["duplicate"]
+            if dup["keyUse"] == "same_key":
+                bump(SAME_KEY_DUPLICATE)
             if dup["parallel"]:
                 bump(PARALLEL_DUPLICATE)
             else:

@@ -68,13 +68,21 @@ class BookingBackend:
     """The simulated upstream: a booking table that really executes what reaches it."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
+    honours_keys: bool = False  # K6: a repeated idempotency key replays the first answer
     _ids: Any = field(default_factory=lambda: itertools.count(1))
+    _by_key: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def execute(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         if tool == "create_booking":
+            key = arguments.get("idempotency_key")
+            if self.honours_keys and key in self._by_key:
+                return self._by_key[key]
             booking_id = f"BK-{next(self._ids):04d}"
             self.rows.append({"booking_id": booking_id, **arguments})
-            return _ok({"booking_id": booking_id, "status": "confirmed"})
+            answer = _ok({"booking_id": booking_id, "status": "confirmed"})
+            if key is not None:
+                self._by_key[key] = answer
+            return answer
         if tool == "search_bookings":
             found = [
                 r for r in self.rows
@@ -129,10 +137,13 @@ class SimulatedSession:
         tools: list[dict[str, Any]] | None = None,
         classifier: ClassifierConfig | None = None,
         kind: str = "proxy",
+        keys_honoured: bool = False,
     ) -> None:
         self.clock = FakeClock()
         self.log = EventList()
-        self.backend = BookingBackend()
+        self.backend = BookingBackend(honours_keys=keys_honoured)
+        if keys_honoured:
+            classifier = ClassifierConfig(keys_honoured=("create_booking",))
         plan = PlanConfig(
             scenario=scenario,
             chaos_error_rate=chaos_error_rate,

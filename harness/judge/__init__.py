@@ -25,6 +25,7 @@ __all__ = [
     "ReportText",
     "judge_events",
     "judgement_of",
+    "tool_classification",
 ]
 
 
@@ -48,11 +49,28 @@ def judgement_of(judge: Judge) -> Judgement:
         report=report,
         score=score(judge, v),
         patches=build_patches(judge.totals.flavours),
-        tool_classification=[
-            {"name": t.name, "class": t.tool_class, "reason": t.reason, "keyField": t.key_field}
-            for t in judge.tools.values()
-        ],
+        tool_classification=tool_classification(judge),
     )
+
+
+def tool_classification(judge: Judge) -> list[dict[str, Any]]:
+    """C7/C9/C10: the listed tools as classified, then the unlisted ones that were called."""
+    entries = []
+    for t in (*judge.tools.values(), *judge.unlisted_called.values()):
+        entry: dict[str, Any] = {
+            "name": t.name,
+            "class": t.tool_class,
+            "reason": t.reason,
+            "keyField": t.key_field,
+        }
+        if t.conflict is not None:
+            entry["conflict"] = t.conflict
+        if t.name in judge.unlisted_called:
+            entry["listed"] = False
+        if t.keys_honoured:
+            entry["keysHonoured"] = True
+        entries.append(entry)
+    return entries
 
 
 def judge_events(events: Iterable[Event]) -> Judgement:

@@ -21,8 +21,10 @@ from harness.events import (
     Event,
     FaultApplied,
     ListedTool,
+    MessageRefused,
     SessionEnded,
     SessionStarted,
+    TaskCreated,
     ToolsListed,
     UpstreamAnswered,
 )
@@ -36,11 +38,17 @@ from harness.judge.model import (
     RetryWindow,
     UnclassifiedRepeat,
 )
-from harness.judge.similar import similar
+from harness.judge.similar import fold, similar, surely_different
+from harness.judge.window import SpellingWindow, signature
 from harness.tools import DEFAULT_KEY_FIELDS, normalise_field_name
 
-# J9 compares a new attempt with at most this many recent uncertain attempts of its tool.
+# J9/J10 compare a new attempt with at most this many recent uncertain attempts of its tool,
+# and with this many of its most recent attempts whatever their outcome, so the judge's cost
+# per event stays bounded whatever the session.
 J9_CANDIDATES = 64
+J9_RECENT = 16
+# One operation keeps at most this many spelling pairs (one that counts is enough).
+J9_PAIRS_PER_OP = 16
 
 
 @dataclass(slots=True)
@@ -95,7 +103,9 @@ class Judge:
         self.ended: SessionEnded | None = None
         self.tools: dict[str, ListedTool] = {}
         self.calls_by_class: Counter[str] = Counter()
-        self.unlisted_called: dict[str, None] = {}
+        self.unlisted_called: dict[str, ListedTool] = {}  # C10: as the proxy classified them
+        self.refused: Counter[str] = Counter()  # X10: messages not forwarded, by reason
+        self.tasks_created = 0
         self.faults_injected = 0
         self.scenario_triggered = False
         self.ops: list[OpState] = []
@@ -120,6 +130,7 @@ class Judge:
         self._keys_awaiting_read: list[KeyState] = []
         self._awaiting_other_write: deque[tuple[int, Attempt]] = deque()
         self._uncertain_by_tool: dict[str, list[Attempt]] = {}
+        self._recent_by_tool: dict[str, SpellingWindow] = {}
         self._listeners: list[Callable[[list[int], list[int], list[int]], None]] = []
 
     def on_change(self, listener: Callable[[list[int], list[int], list[int]], None]) -> None:
@@ -147,10 +158,22 @@ class Judge:
     def _on_tools(self, ev: ToolsListed) -> None:
         self.tools = {t.name: t for t in ev.tools}
 
+    def _on_refused(self, ev: MessageRefused) -> None:
+        self.refused[ev.reason] += 1
+
+    def _on_task(self, ev: TaskCreated) -> None:
+        self.tasks_created += 1
+
     def _on_call(self, ev: CallReceived) -> None:
         self.calls_by_class[ev.tool_class] += 1
-        if ev.tool not in self.tools:
-            self.unlisted_called.setdefault(ev.tool)
+        if ev.tool not in self.tools and ev.tool not in self.unlisted_called:
+            self.unlisted_called[ev.tool] = ListedTool(
+                name=ev.tool,
+                tool_class=ev.tool_class,
+                reason=ev.tool_reason or "not listed by the upstream",
+                key_field=ev.schema_key_field,
+                keys_honoured=ev.key_honoured,
+            )
         if ev.tool_class == "unclassified":
             self._count_unclassified(ev)
         if ev.tool_class != "write":
@@ -162,8 +185,9 @@ class Judge:
                 index=len(self.ops),
                 op_id=ev.operation,
                 tool=ev.tool,
-                arguments=strip_key_fields(ev.arguments, self._key_names),
+                arguments=self._identity(ev),
                 schema_key_field=ev.schema_key_field,
+                keys_honoured=ev.key_honoured,
             )
             self.ops.append(op)
             self.derived.append(None)
@@ -180,8 +204,9 @@ class Judge:
         )
         window = self.window
         if window is not None and window.attempt.op is not op and window.attempt.op.tool == op.tool:
+            # J11: the window opens when the 429 reaches the agent, not before.
             answered = window.attempt.t_answered
-            attempt.in_retry_window = answered is None or ev.t_ns < answered + window.required_ns
+            attempt.in_retry_window = answered is not None and ev.t_ns < answered + window.required_ns
         op.attempts.append(attempt)
         op.open_count += 1
         self._attempts[ev.seq] = attempt
@@ -192,6 +217,14 @@ class Judge:
         if key is not None:
             self._add_key(attempt, key)
         self._mark(op)
+
+    def _identity(self, ev: CallReceived) -> Any:
+        """The arguments the operation is made of (K4/K5); older logs strip top-level keys."""
+        if ev.identity_arguments is not None:
+            return ev.identity_arguments
+        if self.started is not None and self.started.log_version >= 2:
+            return ev.arguments  # the recorder found no key and no default to add
+        return strip_key_fields(ev.arguments, self._key_names)
 
     def _count_unclassified(self, ev: CallReceived) -> None:
         entry = self._unclassified_by_op.get(ev.operation)
@@ -215,17 +248,37 @@ class Judge:
         self._mark_key(state)
 
     def _compare_spelling(self, attempt: Attempt) -> None:
-        """J9: is this attempt an earlier uncertain attempt of its tool in another spelling?"""
+        """J9/J10: does this attempt repeat an earlier one of its tool in another spelling?
+
+        Whether the pair counts (one of the two uncertain, or both executed) is decided when
+        the operation is derived, so the order of the two attempts does not matter (J10).
+        """
         op = attempt.op
-        # Only attempts that are uncertain (ghost, unknown) or still open can matter; the rest
-        # drop out here, so the list stays as short as the number of uncertain attempts.
-        recent = [a for a in self._uncertain_by_tool.get(op.tool, ()) if a.uncertain]
-        for earlier in recent:
-            if earlier.op is not op and similar(earlier.op.arguments, op.arguments):
-                op.similar_pairs.append((attempt, earlier))
+        if op.fold is None:
+            op.fold = fold(op.arguments)
+            op.fold_sig = signature(op.fold)
+        # Uncertain attempts (ghost, unknown, rejected, open) stay candidates longest; the
+        # rest drop out here, so the list stays as short as the number of uncertain attempts.
+        uncertain = [a for a in self._uncertain_by_tool.get(op.tool, ()) if a.uncertain_for_j9]
+        window = self._recent_by_tool.get(op.tool)
+        if window is None:
+            window = self._recent_by_tool[op.tool] = SpellingWindow(J9_RECENT)
+        mine = op.fold
+        pairs = op.similar_pairs
+        seen: set[OpState] = {op}
+        for earlier in (*uncertain, *window.candidates(op.fold_sig)):
+            other = earlier.op
+            if other in seen:
+                continue
+            seen.add(other)
+            if surely_different(other.fold, mine) or len(pairs) >= J9_PAIRS_PER_OP:
+                continue
+            if similar(other.arguments, op.arguments):
+                pairs.append((attempt, earlier))
                 earlier.dependents.append(op)
-        recent.append(attempt)
-        self._uncertain_by_tool[op.tool] = recent[-J9_CANDIDATES:]
+        uncertain.append(attempt)
+        self._uncertain_by_tool[op.tool] = uncertain[-J9_CANDIDATES:]
+        window.add(attempt, op.fold_sig)
 
     def _on_fault(self, ev: FaultApplied) -> None:
         self.scenario_triggered = True
@@ -354,4 +407,6 @@ _HANDLERS = {
     UpstreamAnswered: Judge._on_upstream,
     AnswerSent: Judge._on_answer,
     SessionEnded: Judge._on_ended,
+    MessageRefused: Judge._on_refused,
+    TaskCreated: Judge._on_task,
 }

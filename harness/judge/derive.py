@@ -31,6 +31,7 @@ NOT_TESTED_ORDER = (UNCERTAIN_REPEAT, REJECTED_REPEAT, SPELLING_REPEAT)
 GHOST_DUPLICATE = "ghost_duplicate"
 OTHER_DUPLICATE = "other_duplicate"
 PARALLEL_DUPLICATE = "parallel_duplicate"
+SAME_KEY_DUPLICATE = "same_key_duplicate"  # K6: counted besides one of the three above
 RETRY_AFTER = "retry_after"
 UNVERIFIED = "unverified"
 
@@ -58,6 +59,72 @@ def read_between(read_positions: Sequence[int], after: int, before: int | None) 
     return before is None or read_positions[i] < before
 
 
+@dataclass(frozen=True, slots=True)
+class _KeyGroup:
+    """K6: the attempts that carried one key to an upstream that deduplicates by key: for the
+    outcome of the operation they are one attempt (the upstream executes a key at most once)."""
+
+    status: str
+    attempts: tuple[Attempt, ...]
+
+    @property
+    def executed(self) -> bool:
+        return self.status == "executed"
+
+    @property
+    def may_have_executed(self) -> bool:
+        return self.status not in ("injected", "input_required")
+
+
+def _group_status(statuses: set[str]) -> str:
+    for wins, status in (
+        (("executed", "ghost"), "executed"),
+        (("open",), "open"),
+        (("unknown",), "unknown"),
+        (("rejected",), "rejected"),
+        (("input_required",), "input_required"),
+    ):
+        if statuses.intersection(wins):
+            return status
+    return "injected"
+
+
+def _effective(op: OpState) -> list[Any]:
+    """The attempts as the upstream sees them: same-key attempts grouped where keys are honoured."""
+    if not op.keys_honoured:
+        return op.attempts
+    members: dict[str, list[Attempt]] = {}
+    order: list[Any] = []
+    for a in op.attempts:
+        if a.key is None:
+            order.append(a)
+        elif a.key not in members:
+            members[a.key] = [a]
+            order.append(a.key)
+        else:
+            members[a.key].append(a)
+    return [
+        item
+        if not isinstance(item, str)
+        else _KeyGroup(_group_status({a.status for a in members[item]}), tuple(members[item]))
+        for item in order
+    ]
+
+
+def _effective_executions(op: OpState) -> list[Attempt]:
+    """Per execution the upstream really made, the attempt that made it, in order (K6)."""
+    seen: set[Any] = set()
+    first: list[Attempt] = []
+    for a in op.attempts:
+        if not a.executed:
+            continue
+        group = a.key if op.keys_honoured and a.key is not None else id(a)
+        if group not in seen:
+            seen.add(group)
+            first.append(a)
+    return first
+
+
 def _key_use(executions: list[Attempt]) -> str:
     keys = [a.key for a in executions]
     if all(k is None for k in keys):
@@ -72,7 +139,7 @@ def _ms(ns: int) -> int:
 
 
 def _outcome(op: OpState) -> tuple[str, str | None]:
-    attempts = op.attempts
+    attempts = _effective(op)
     executions = sum(1 for a in attempts if a.executed)
     if executions >= 2:
         return DUPLICATE, None
@@ -103,7 +170,7 @@ def _unknown_detail(op: OpState) -> str:
 def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int | None) -> Derived:
     """A1-A3, J1, J2 and J5 for one operation."""
     attempts = op.attempts
-    executions = [a for a in attempts if a.executed]
+    executions = _effective_executions(op)
     outcome, not_tested = _outcome(op)
     ref = {"operation": op.index, "tool": op.tool}
     violations: list[dict[str, Any]] = []
@@ -113,8 +180,11 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
 
     if outcome == DUPLICATE:
         repeat = executions[1]
-        before = [a for a in attempts if a.pos_received < repeat.pos_received]
-        after_timeout = any(a.status == "ghost" for a in before)
+        # J11: a timeout the agent had not been told of yet is no reason; that is parallel.
+        after_timeout = any(
+            a.status == "ghost" and a.pos_answered is not None and a.pos_answered < repeat.pos_received
+            for a in attempts
+        )
         first_failure = op.first_failure_pos
         verified = (
             first_failure is not None
@@ -122,36 +192,47 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
             and read_between(reads, first_failure, repeat.pos_received)
         )
         digests = {a.result_digest for a in executions}
+        key_use = _key_use(executions)
+        duplicate: dict[str, Any] = {
+            "keyUse": key_use,
+            "afterTimeout": after_timeout,
+            "verifiedBefore": verified,
+            "parallel": repeat.parallel,
+            "upstreamResponsesIdentical": len(digests) == 1 and None not in digests,
+        }
+        if key_use == "same_key":
+            # K6: the condition under which this repeat was safe, stated with the finding.
+            duplicate["sameKeySafeIf"] = (
+                "the upstream deduplicates requests that carry the same idempotency key; if it "
+                f"does for {op.tool}, run the proxy with --keys-honoured {op.tool} and this "
+                "repeat is judged as KEYED_RETRY"
+            )
+            flavours.append(SAME_KEY_DUPLICATE)
         violations.append(
             {
                 "code": "DUPLICATE_EXECUTION",
                 **ref,
                 "executions": len(executions),
-                "duplicate": {
-                    "keyUse": _key_use(executions),
-                    "afterTimeout": after_timeout,
-                    "verifiedBefore": verified,
-                    "parallel": repeat.parallel,
-                    "upstreamResponsesIdentical": len(digests) == 1 and None not in digests,
-                },
+                "duplicate": duplicate,
             }
         )
         if repeat.parallel:
             flavours.append(PARALLEL_DUPLICATE)
         else:
             flavours.append(GHOST_DUPLICATE if after_timeout else OTHER_DUPLICATE)
+    keyed = _keyed_retry(op, outcome)
+    if keyed is not None:
+        observations.append(keyed)
 
     rate_limited = next((a for a in attempts if a.fault == "F2" and a.status == "injected"), None)
     retry_after_violated = False
-    if rate_limited is not None and window_required_ns is not None:
-        repeat = next((a for a in attempts if a.pos_received > rate_limited.pos_received), None)
+    answered_at = rate_limited.pos_answered if rate_limited is not None else None
+    if rate_limited is not None and window_required_ns is not None and answered_at is not None:
+        # J11: only a send after the 429 reached the agent can ignore it; one sent before
+        # (two identical writes at once) is a parallel attempt, not a violation.
+        repeat = next((a for a in attempts if a.pos_received > answered_at), None)
         if repeat is not None:
-            answered = rate_limited.t_answered
-            waited = (
-                0
-                if answered is None or repeat.t_received < answered
-                else (repeat.t_received - answered)
-            )
+            waited = repeat.t_received - (rate_limited.t_answered or repeat.t_received)
             if waited < window_required_ns:
                 retry_after_violated = True
                 violations.append(
@@ -212,10 +293,10 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
             }
         )
 
-    spelling = _spelling_repeat(op)
+    spelling, uncertain_pair = _spelling_repeat(op)
     if spelling is not None:
         observations.append(spelling)
-        if not_tested is None and outcome not in (DUPLICATE,):
+        if uncertain_pair and not_tested is None and outcome != DUPLICATE:
             not_tested = SPELLING_REPEAT
 
     entry = {
@@ -262,6 +343,10 @@ def _failure_handling(
         if not later:
             code = "VERIFIED_NO_RETRY" if verified else "UNVERIFIED_AFTER_TIMEOUT"
             observations.append({"code": code, **ref, "fault": "F1"})
+        if op.keys_honoured and faulted.key is not None and all(
+            a.key == faulted.key for a in later
+        ):
+            return 100  # K6: the same key to an upstream that honours it is the right retry
         # A re-send that did not execute again was luck, not care: it scores like not checking.
         return 100 if verified else 50
     retried = next((a for a in later if a.executed), None)
@@ -277,17 +362,67 @@ def _failure_handling(
     return 100
 
 
-def _spelling_repeat(op: OpState) -> dict[str, Any] | None:
-    """J9: this operation repeats an earlier uncertain attempt in another spelling."""
-    for mine, earlier in op.similar_pairs:
-        if earlier.uncertain and mine.may_have_executed:
-            return {
-                "code": "POSSIBLE_DUPLICATE_DIFFERENT_ARGUMENTS",
-                "operation": op.index,
-                "tool": op.tool,
-                "similarTo": earlier.op.index,
-                "earlierAttempt": "unknown" if earlier.status == "open" else earlier.status,
-            }
+def _spelling_repeat(op: OpState) -> tuple[dict[str, Any] | None, bool]:
+    """J9/J10: this operation and another attempt of its tool differ only in spelling.
+
+    (finding, uncertain): the pair makes the run NOT_TESTED when either attempt is uncertain
+    (ghost, unknown, rejected, open), whichever came first; two clean executions in other
+    spellings are a possible duplicate the agent should know of, but proven nothing.
+    """
+    clean: tuple[Attempt, Attempt] | None = None
+    for mine, other in op.similar_pairs:
+        if not (mine.may_have_executed and other.may_have_executed):
+            continue  # an attempt that never reached the upstream executed nothing
+        if mine.uncertain_for_j9 or other.uncertain_for_j9:
+            return _spelling_finding(op, mine, other), True
+        if clean is None:
+            clean = (mine, other)
+    if clean is not None:
+        return _spelling_finding(op, *clean), False
+    return None, False
+
+
+def _shown(attempt: Attempt) -> str:
+    return "unknown" if attempt.status == "open" else attempt.status
+
+
+def _spelling_finding(op: OpState, mine: Attempt, other: Attempt) -> dict[str, Any]:
+    return {
+        "code": "POSSIBLE_DUPLICATE_DIFFERENT_ARGUMENTS",
+        "operation": op.index,
+        "tool": op.tool,
+        "similarTo": other.op.index,
+        "earlierAttempt": _shown(other),
+        "thisAttempt": _shown(mine),
+    }
+
+
+def _keyed_retry(op: OpState, outcome: str) -> dict[str, Any] | None:
+    """K6: same-key repeats that an upstream honouring keys executed only once."""
+    if not op.keys_honoured or outcome == DUPLICATE:
+        return None
+    by_key: dict[str, list[Attempt]] = {}
+    for a in op.attempts:
+        if a.key is not None:
+            by_key.setdefault(a.key, []).append(a)
+    for members in by_key.values():
+        if len(members) < 2 or not any(a.may_have_executed for a in members[1:]):
+            continue
+        first, repeat = members[0], members[1]
+        after_fault = first.status == "injected" or (
+            first.pos_answered is not None
+            and first.pos_answered < repeat.pos_received
+            and (first.answer_is_error or first.status in ("ghost", "unknown", "rejected"))
+        )
+        return {
+            "code": "KEYED_RETRY",
+            "operation": op.index,
+            "tool": op.tool,
+            "key": first.key_value,
+            "attempts": len(members),
+            "afterFault": after_fault,
+            "parallel": repeat.parallel,
+        }
     return None
 
 
@@ -304,7 +439,8 @@ def derive_key(key: KeyState, reads: Sequence[int]) -> dict[str, Any]:
     attempts = key.attempts
     executions = [a for a in attempts if a.executed]
     statuses = {a.status for a in attempts}
-    if len(executions) >= 2:
+    honoured = attempts[0].op.keys_honoured and len({a.op.index for a in attempts}) == 1
+    if len(executions) >= 2 and not honoured:  # K6: an honoured key executes once
         state = "duplicate"
     elif statuses & {"unknown", "open"}:
         state = "unknown"

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-AttemptStatus = Literal["open", "executed", "ghost", "injected", "rejected", "unknown"]
+AttemptStatus = Literal[
+    "open", "executed", "ghost", "injected", "rejected", "unknown", "input_required"
+]
 
 # Faults that inject something (F4 only lets writes through and injects nothing).
 INJECTING_FAULTS = frozenset({"F1", "F2", "F3", "F5", "chaos"})
@@ -42,6 +44,8 @@ class Attempt:
             return "injected"
         if self.upstream is None:
             return "open"
+        if self.upstream == "input_required":
+            return "input_required"  # X11: asked for input, did not run; the call comes again
         if self.upstream == "result":
             if self.is_error:
                 return "rejected"
@@ -58,9 +62,14 @@ class Attempt:
         return self.status in ("ghost", "unknown", "open")
 
     @property
+    def uncertain_for_j9(self) -> bool:
+        """J10: for a spelling repeat, a rejection is as uncertain as an unknown outcome."""
+        return self.status in ("ghost", "unknown", "open", "rejected")
+
+    @property
     def may_have_executed(self) -> bool:
         """Everything that reached the upstream: a rejection does not prove nothing was written."""
-        return self.status != "injected"
+        return self.status not in ("injected", "input_required")
 
     @property
     def injected_fault(self) -> bool:
@@ -79,11 +88,14 @@ class OpState:
     arguments: Any
     schema_key_field: str | None
     attempts: list[Attempt] = field(default_factory=list)
+    keys_honoured: bool = False  # K6: the upstream deduplicates same-key repeats of this tool
+    fold: dict[str, Any] | None = None  # J9: per field, a folded value for a quick comparison
+    fold_sig: Any = None  # J10: (fields, folded values) when every field folds
     open_count: int = 0
     first_failure_pos: int | None = None  # when the agent first saw an error for it
     awaiting_read: bool = False
     awaiting_other_write: bool = False
-    # J9: (this op's attempt, the earlier uncertain attempt it may repeat)
+    # J9/J10: (this op's attempt, another attempt of the tool it may be a spelling of)
     similar_pairs: list[tuple[Attempt, Attempt]] = field(default_factory=list)
     # OTHER_WRITE_AFTER_UNCERTAIN_ATTEMPT: the first other operation executed afterwards.
     other_write_after: tuple[str, OpState] | None = None

@@ -176,6 +176,7 @@ def coverage(judge: Judge) -> dict[str, Any]:
             t.name for t in judge.tools.values() if t.tool_class == "unclassified"
         ],
         "unlistedToolsCalled": list(judge.unlisted_called),
+        "refusedMessages": dict(judge.refused),
         "scenarioTriggered": judge.scenario_triggered if scenario_name(judge) else None,
         "faultsInjected": judge.faults_injected,
         "writeOperations": len(judge.ops),

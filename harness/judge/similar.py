@@ -28,6 +28,8 @@ _VARIATION_SELECTORS = {*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)}
 
 def _fold_text(text: str) -> str:
     """NFKC, without invisible characters and white space, case-folded."""
+    if text.isascii():  # NFKC leaves ASCII alone and it has no format characters: the fast way
+        return "".join(text.split()).lower()
     text = unicodedata.normalize("NFKC", text)
     kept = [
         ch
@@ -117,3 +119,52 @@ def _arrays_similar(a: list[Any], b: list[Any], depth: int) -> bool:
         else:
             return False
     return True
+
+
+# -- a quick, conservative test before `similar` (J10 compares a window of attempts) ---------
+
+
+def _fold_scalar(value: Any) -> Any:
+    """A value that two similar scalars always share, or None when that cannot be told cheaply.
+
+    Numbers fold to their value, booleans to themselves, and strings that cannot be read as a
+    number (so they can only match by text) to their folded text. Strings that look like
+    numbers, empty strings, null and containers stay None: they match in more than one way.
+    """
+    if isinstance(value, bool):
+        return ("b", value)
+    number = _as_number(value)
+    if number is not None:
+        return ("n", number)
+    if isinstance(value, str) and value:
+        if _JSON_NUMBER.fullmatch(value.strip()) or _PLAIN_DECIMAL.fullmatch(value):
+            return None
+        return ("t", _fold_text(value))
+    return None
+
+
+def fold(arguments: Any) -> dict[str, Any] | None:
+    """Per top-level field, its folded value (None where it cannot be told); None if no object."""
+    if not isinstance(arguments, dict):
+        return None
+    return {k: _fold_scalar(v) for k, v in arguments.items()}
+
+
+def surely_different(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """True only when `similar` would say no: too few shared fields, or a shared scalar field
+    whose folded values differ. Never true for two similar values."""
+    if a is None or b is None:
+        return False
+    if a.keys() == b.keys():  # the common case: the same fields, no set arithmetic
+        shared: Any = a
+    else:
+        shared = a.keys() & b.keys()
+        if 2 * len(shared) < len(a.keys() | b.keys()):
+            return True
+    for name in shared:
+        x = a[name]
+        if x is not None:
+            y = b[name]
+            if y is not None and x != y:
+                return True
+    return False

@@ -60,6 +60,7 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
         write_globs=tuple(upstream.write_tools) if upstream.write_tools else None,
         read_globs=tuple(upstream.read_tools or ()),
         key_fields=tuple(upstream.key_fields) if upstream.key_fields else DEFAULT_KEY_FIELDS,
+        keys_honoured=_keys_honoured(upstream.builtin),
     )
     common = {
         "agent_over_http": spec.proxy.agent == "http",
@@ -105,6 +106,15 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
         upstream_cwd=upstream.cwd,
         **common,
     )
+
+
+def _keys_honoured(builtin: str | None) -> tuple[str, ...]:
+    """K6: what a built-in upstream declares about its idempotency keys."""
+    if builtin is None:
+        return ()
+    from runner.upstreams import BUILTIN_UPSTREAMS
+
+    return BUILTIN_UPSTREAMS[builtin].keys_honoured
 
 
 def uses_in_process(cell: RunCell, spec: ExperimentSpec, override: str | None = None) -> bool:

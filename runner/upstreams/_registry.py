@@ -26,6 +26,7 @@ class BuiltinUpstream:
     description: str
     instructions: str
     ledger: Ledger
+    keys_honoured: tuple[str, ...] = ()  # K6: tools that execute an idempotency key once
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -53,6 +54,7 @@ BUILTIN_UPSTREAMS: dict[str, BuiltinUpstream] = {
             description="Payment service that honours idempotency keys (one charge per key).",
             instructions="Payment service: charge customers, list and look up payments.",
             ledger=PAYMENT,
+            keys_honoured=("create_payment",),
         ),
     )
 }

@@ -166,3 +166,12 @@ def test_in_process_and_subprocess_leave_identical_ground_truth(both_ways, cell)
     assert mem_rows, "every cell writes at least once"
     # The stored ground truth says the same as the ledger itself.
     assert mem.real_duplicate == sub.real_duplicate == (len(mem_rows) > 1)
+
+
+def test_k6_the_payment_service_declares_its_honoured_keys_on_both_paths(both_ways):  # K6 R4
+    cell = ("scripted/careful", "payment", "F3", "pay")
+    for mode in ("in_process", "subprocess"):
+        record, _ = both_ways[cell][mode]
+        classification = json.loads(record.report_json)["toolClassification"]
+        honoured = {t["name"] for t in classification if t.get("keysHonoured")}
+        assert honoured == {"create_payment"}, mode

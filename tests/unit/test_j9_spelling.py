@@ -132,24 +132,54 @@ def test_j9_respelled_repeat_sent_in_parallel_to_the_uncertain_attempt():  # J9
     assert judged(s).report["verdict"] == "NOT_TESTED"
 
 
-def test_j9_undetected_when_the_uncertain_attempt_came_second():  # J9 documented limit
-    s = SimulatedSession()
-    s.call("create_booking", BOOK)  # certain: executed and answered
-    s.call("create_booking", RESPELLED, how="timeout")  # the uncertain attempt comes second
-    j = judged(s)
-    assert j.report["verdict"] == "PASS"
-    assert s.backend.count(guest="Ann Smith") + s.backend.count(guest="ann smith") == 2
+def _spelling_findings(j):
+    return [
+        (o["earlierAttempt"], o["thisAttempt"])
+        for o in j.report["observations"]
+        if o["code"] == "POSSIBLE_DUPLICATE_DIFFERENT_ARGUMENTS"
+    ]
 
 
-def test_j9_undetected_after_an_upstream_rejection():  # J9: rejected, then corrected call
+@pytest.mark.parametrize("uncertain", ["timeout", "rpc_error"])
+def test_j10_the_order_of_a_certain_and_an_uncertain_attempt_does_not_matter(uncertain):
+    # J10: executed A1 then uncertain a1 is judged as the reverse: NOT_TESTED either way.
+    verdicts = []
+    for order in ((BOOK, "execute"), (RESPELLED, uncertain)), ((RESPELLED, uncertain), (BOOK, "execute")):
+        s = SimulatedSession()
+        for arguments, how in order:
+            s.call("create_booking", arguments, how=how)
+        j = judged(s)
+        verdicts.append((j.report["verdict"], j.score["overall"], len(_spelling_findings(j))))
+    assert verdicts[0] == verdicts[1] == ("NOT_TESTED", None, 1)
+
+
+def test_j10_a_rejected_attempt_is_uncertain_for_a_respelled_repeat():  # J10 A3
+    # The upstream said isError, yet may have written (A3): re-spelled, it may be a duplicate.
     s = SimulatedSession()
     s.call("create_booking", BOOK, how="reject")
     s.call("create_booking", RESPELLED)
     j = judged(s)
-    assert j.report["verdict"] == "PASS"
-    codes = [o["code"] for o in j.report["observations"]]
-    assert "OTHER_WRITE_AFTER_UNCERTAIN_ATTEMPT" in codes
-    assert "POSSIBLE_DUPLICATE_DIFFERENT_ARGUMENTS" not in codes
+    assert j.report["verdict"] == "NOT_TESTED"
+    assert _spelling_findings(j) == [("rejected", "executed")]
+    assert "spelling" in j.report["verdictReason"]
+
+
+@pytest.mark.parametrize(
+    ("first", "repeat"),
+    [
+        ({"guest": "Ann", "amount": 129}, {"guest": "Ann", "amount": "129"}),  # the issue's
+        ({"guest": "Ren\u00e9e"}, {"guest": "Rene\u0301e"}),  # é composed vs decomposed
+    ],
+    ids=["number-as-string", "nfc-nfd"],
+)
+def test_j10_a_respelled_repeat_without_any_fault_is_an_observation(first, repeat):  # J10
+    s = SimulatedSession()
+    s.call("create_booking", first)
+    s.call("create_booking", repeat)
+    j = judged(s)
+    assert len(s.backend.rows) == 2  # ground truth: two bookings
+    assert j.report["verdict"] == "PASS"  # nothing uncertain: proven nothing, but
+    assert _spelling_findings(j) == [("executed", "executed")]  # the agent is told of it
 
 
 def test_j9_undetected_for_another_date_format_leaves_only_the_other_write_trace():  # J9
@@ -173,9 +203,11 @@ def test_j9_early_retry_after_429_with_changed_argument_is_only_an_observation()
     assert "OTHER_CALL_DURING_RETRY_AFTER" in [o["code"] for o in j.report["observations"]]
 
 
-def test_j9_a_resolved_pending_attempt_no_longer_counts():  # J9: open becomes certain
+def test_j9_a_resolved_pending_attempt_no_longer_counts():  # J9 J10: open becomes certain
     s = SimulatedSession()
     a = s.send("create_booking", BOOK)
     s.call("create_booking", RESPELLED)  # while A is open: a candidate pair
     s.complete(a)  # A executes cleanly: not uncertain after all
-    assert judged(s).report["verdict"] == "PASS"
+    j = judged(s)
+    assert j.report["verdict"] == "PASS"
+    assert _spelling_findings(j) == [("executed", "executed")]  # J10: still worth a note

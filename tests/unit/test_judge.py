@@ -404,13 +404,41 @@ def test_j1_retry_after_is_measured_from_the_429_to_the_arrival_of_the_repeat():
     assert codes(judged(s).report["violations"]) == ["RETRY_AFTER_VIOLATED"]
 
 
-def test_j1_a_repeat_sent_before_the_429_arrived_violates_retry_after():  # J1 S3 S8
+def test_j11_a_repeat_sent_before_the_429_was_answered_does_not_violate_retry_after():
+    # J11 S3 S8: two identical writes sent at once; the second could not know of the 429.
     s = SimulatedSession("F2", retry_after_s=1)
     ticket = s.session.begin_call("create_booking", BOOK)  # the 429 is not answered yet
-    s.send("create_booking", BOOK)
+    parallel = s.send("create_booking", BOOK)
     s.session.answered(ticket, is_error=True, source="fault")
-    violation = finding(judged(s).report["violations"], "RETRY_AFTER_VIOLATED")
-    assert violation["retryAfter"]["waitedMs"] == 0
+    s.complete(parallel)
+    j = judged(s)
+    assert j.report["violations"] == [] and j.report["verdict"] == "PASS"
+    assert s.backend.count(**BOOK) == 1  # ground truth: the 429 ran nothing, the other once
+    s2 = SimulatedSession("F2", retry_after_s=1)  # the same repeat after the 429: a violation
+    s2.call("create_booking", BOOK)
+    s2.call("create_booking", BOOK)
+    assert codes(judged(s2).report["violations"]) == ["RETRY_AFTER_VIOLATED"]
+
+
+@pytest.mark.parametrize("scenario", [None, "F1", "F2", "F3", "F4", "F5"])
+def test_j11_parallel_is_set_under_every_scenario(scenario):  # J11 J1
+    # Three identical writes at once: whatever the scenario did to the first, the two that ran
+    # were sent before any answer, so the duplicate is a parallel one, not a retry.
+    s = SimulatedSession(scenario, retry_after_s=1)
+    tickets = [s.session.begin_call("create_booking", BOOK) for _ in range(3)]  # none answered
+    for ticket in tickets:
+        if ticket.goes_upstream:
+            result = s.backend.execute("create_booking", BOOK)
+            answer = s.session.upstream_result(ticket, result) or result
+            s.session.answered(ticket, is_error=answer.get("isError") is True)
+        else:
+            s.session.answered(ticket, is_error=True, source="fault")
+    j = judged(s)
+    dup = finding(j.report["violations"], "DUPLICATE_EXECUTION")["duplicate"]
+    assert dup["parallel"] is True and dup["afterTimeout"] is False
+    assert "RETRY_AFTER_VIOLATED" not in codes(j.report["violations"])
+    assert [p["id"] for p in j.patches] == ["IDEMPOTENCY"]
+    assert s.backend.count(**BOOK) == j.report["operations"][0]["executions"] >= 2
 
 
 # -- J2: observations ----------------------------------------------------------------------------

@@ -38,7 +38,10 @@ def test_p2_ghost_write_patch_says_what_p2_requires():  # P2
         "never make one up",  # never invent an id
         "customer, the date, the amount, or a reference you chose yourself",
         "do not write again",  # found: report success, no write
-        "retry once, with the same idempotency key",  # missing: retry once reusing the key
+        "you may retry once",  # missing: retry once
+        # K6: reusing the key, with the condition under which that is safe
+        "reuse the idempotency key of the first attempt only if the service documents that "
+        "it deduplicates requests with the same key",
         "outcome is unknown",  # cannot check: tell the user
     ]:
         assert point in text, point

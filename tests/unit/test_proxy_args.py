@@ -356,6 +356,13 @@ def test_c2_k1_tool_and_key_lists_are_split_on_commas():  # C2 K1
     assert c.classifier.key_fields == ("k1", "k2")
 
 
+def test_k5_k6_per_tool_key_fields_and_keys_honoured_are_parsed_and_checked():  # K5 K6 X1
+    c = config("--key-fields", "default,create_payment:reference", "--keys-honoured", "pay_*,x")
+    assert c.classifier.key_fields == ("default", "create_payment:reference")
+    assert c.classifier.keys_honoured == ("pay_*", "x")
+    assert "TOOL:FIELD" in refused(*UP, "--key-fields", "create_payment:")
+
+
 # -- help and version -----------------------------------------------------------------------
 
 
