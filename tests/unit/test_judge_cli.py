@@ -52,3 +52,14 @@ def test_judge_a_corrupt_log_names_the_line(tmp_path):
 def test_judge_rejects_an_unknown_format():
     result = judge(str(EVENTS), "--format", "yaml")
     assert result.exit_code != 0
+
+
+def test_an_event_log_of_version_1_is_still_judged():  # X14 events.LOG_VERSION: old logs read
+    old = Path(__file__).parent / "data" / "f1-ghost-write.v1.events.jsonl"
+    result = judge(str(old))
+    assert result.exit_code == 0, result.output
+    rejudged = json.loads(result.stdout)
+    assert rejudged["verdict"] == "FAIL"
+    [op] = rejudged["report"]["operations"]
+    assert (op["executions"], op["arguments"]) == (2, {"guest": "Alice Example", "date": "2026-12-01"})
+    assert [p["id"] for p in rejudged["patches"]] == ["GHOST_WRITE"]
