@@ -19,6 +19,12 @@ text = st.text(st.characters(blacklist_characters="\x00"), min_size=1, max_size=
 # A comma-list item: the parser splits on commas and strips each item.
 item = text.map(lambda s: s.replace(",", "").strip()).filter(bool)
 items = st.lists(item, min_size=1, max_size=3).map(tuple)
+# K5: a key-field entry is FIELD or TOOL:FIELD, both parts non-empty
+key_item = item.map(lambda s: s.replace(":", "")).filter(bool) | st.builds(
+    "{}:{}".format, item.map(lambda s: s.replace(":", "")).filter(bool),
+    item.map(lambda s: s.replace(":", "")).filter(bool),
+)
+key_items = st.lists(key_item, min_size=1, max_size=3).map(tuple)
 env_key = text.map(lambda s: s.replace("=", "")).filter(lambda s: s.strip() != "")
 env_value = st.text(st.characters(blacklist_characters="\x00"), max_size=12)
 positive = st.floats(min_value=1e-6, max_value=1e9, allow_nan=False)
@@ -84,7 +90,8 @@ command_configs = st.builds(
         ClassifierConfig,
         write_globs=st.none() | items,
         read_globs=st.just(()) | items,
-        key_fields=items,
+        key_fields=key_items,
+        keys_honoured=st.just(()) | items,
     ),
     audit_tools=st.booleans(),
     report_file=st.none() | text,
@@ -113,7 +120,9 @@ def test_x1_proxy_argv_writes_every_flag_that_sets_something() -> None:  # X1
         upstream_cwd="/tmp",
         upstream_env={"K": "V"},
         plan=PlanConfig(chaos_error_rate=0.5, seed=7, fault_delay_ms=5),
-        classifier=ClassifierConfig(write_globs=("w*",), read_globs=("r*",)),
+        classifier=ClassifierConfig(
+            write_globs=("w*",), read_globs=("r*",), keys_honoured=("pay_*",)
+        ),
         report_file="r.json",
         event_log="e.jsonl",
         max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES + 1,
