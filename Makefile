@@ -4,8 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 E2E_STAMP := tests/e2e/thirdparty/node_modules/.installed-stamp
+RAY_STAMP := $(VENV)/.ray-stamp
 
-.PHONY: setup run test bench lint e2e-deps clean
+.PHONY: setup run test bench lint e2e-deps ray-deps clean
 
 setup: $(STAMP)
 
@@ -14,6 +15,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
+
+# Ray, an optional extra: the tests and benchmarks of `--executor ray` need it, `make run` does not.
+ray-deps: $(RAY_STAMP)
+
+$(RAY_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[dev,ray]'
+	touch $(RAY_STAMP)
 
 # Third-party MCP servers from npm for the end-to-end tests (installed locally, pinned by the lock file).
 e2e-deps: $(E2E_STAMP)
@@ -26,10 +34,10 @@ run: setup
 	$(BIN)/agent-harness run experiments/example.yaml --db reports/runs.duckdb
 	$(BIN)/agent-harness report --db reports/runs.duckdb --experiment example -o reports/example.html
 
-test: setup e2e-deps
+test: setup ray-deps e2e-deps
 	$(BIN)/pytest -q
 
-bench: setup
+bench: setup ray-deps
 	$(BIN)/python bench/judge.py
 	$(BIN)/python bench/proxy_overhead.py
 	$(BIN)/python bench/proxy_startup.py

@@ -9,6 +9,11 @@ import typer
 
 from harness.cli import harness_app
 
+EXECUTOR_HELP = "local (this process) or ray (Ray tasks on any node of a cluster; pip install 'agent-harness[ray]')."
+ADDRESS_HELP = "With --executor ray: HOST:PORT of a cluster's head, ray://HOST:PORT (Ray Client) or auto (a cluster `ray start` began on this machine). Default: RAY_ADDRESS, else such a cluster, else Ray started here for this sweep."
+SHARD_HELP = "Run only part I of N of the matrix (e.g. 2/4): disjoint, stable parts for a CI matrix; join the stores with `agent-harness merge`."
+CPUS_HELP = "With --executor ray: CPUs a run reserves on its node (below 1 puts several runs on one CPU, for runs that mostly wait on a model)."
+
 app = harness_app(
     help=(
         "Measure whether LLM agents execute a write twice when an MCP tool call fails: a chaos "
@@ -58,6 +63,12 @@ def run_command(
             help="auto (built-in upstreams in this process), always, or never (real proxy subprocesses).",
         ),
     ] = None,
+    executor: Annotated[str, typer.Option("--executor", help=EXECUTOR_HELP)] = "local",
+    address: Annotated[str | None, typer.Option("--address", help=ADDRESS_HELP)] = None,
+    shard: Annotated[str | None, typer.Option("--shard", metavar="I/N", help=SHARD_HELP)] = None,
+    cpus_per_run: Annotated[
+        float, typer.Option("--cpus-per-run", min=0.01, max=64, help=CPUS_HELP)
+    ] = 1.0,
 ) -> None:
     """Run an experiment: every cell of the matrix, each run judged by the proxy, stored in DuckDB.
 
@@ -75,6 +86,10 @@ def run_command(
             only=only or [],
             dry_run=dry_run,
             in_process=in_process,
+            executor=executor,
+            address=address,
+            shard=shard,
+            cpus_per_run=cpus_per_run,
         )
     )
 
@@ -187,6 +202,11 @@ def sweep_command(
         ),
     ] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, max=256)] = None,
+    executor: Annotated[str, typer.Option("--executor", help=EXECUTOR_HELP)] = "local",
+    address: Annotated[str | None, typer.Option("--address", help=ADDRESS_HELP)] = None,
+    cpus_per_run: Annotated[
+        float, typer.Option("--cpus-per-run", min=0.01, max=64, help=CPUS_HELP)
+    ] = 1.0,
 ) -> None:
     """Regression sweep: run (resumably), compare duplicate rates with a baseline.
 
@@ -194,4 +214,9 @@ def sweep_command(
     """
     from runner.report_commands import sweep
 
-    raise typer.Exit(sweep(spec, baseline, db, junit, out, export_baseline, concurrency))
+    raise typer.Exit(
+        sweep(
+            spec, baseline, db, junit, out, export_baseline, concurrency,
+            executor=executor, address=address, cpus_per_run=cpus_per_run,
+        )
+    )  # fmt: skip

@@ -204,3 +204,25 @@ def describe(cells: Sequence[RunCell]) -> str:
         f"{_plural(len(per_cell), 'cell')} x {reps} runs each = {_plural(len(cells), 'run')}"
     )
     return "\n".join([summary, "", *table])
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` (1 <= I <= N) as (I, N); SpecError with one line otherwise."""
+    index, sep, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        i = n = 0
+    if not sep or not 1 <= i <= n:
+        raise SpecError(f"--shard {text!r}: expected I/N with 1 <= I <= N, e.g. 1/4")
+    return i, n
+
+
+def shard(cells: Iterable[RunCell], index: int, count: int, *, by_group: bool) -> list[RunCell]:
+    """The runs of shard `index` of `count` (G2): disjoint, together the whole matrix, stable.
+
+    A run's shard depends only on its id, so every process (a CI job per shard) computes the
+    same parts. With an `auto` patch arm (`by_group`), the unit is the group instead: the
+    unpatched runs and the runs that insert their patches must be in one store.
+    """
+    return [c for c in cells if int(c.group_id if by_group else c.run_id, 16) % count == index - 1]

@@ -87,6 +87,10 @@ def sweep(
     out: Path | None,
     export_baseline: Path | None,
     concurrency: int | None,
+    *,
+    executor: str = "local",
+    address: str | None = None,
+    cpus_per_run: float = 1.0,
 ) -> int:
     """Run (resumably), compare with the baseline, write JUnit + HTML.
 
@@ -102,7 +106,8 @@ def sweep(
         return _error("sweep", problem)
     executed = execute(
         spec, db=db, concurrency=concurrency, resume=True, retry_errors=False, only=[],
-        dry_run=False, in_process=None, command="sweep",
+        dry_run=False, in_process=None, command="sweep", executor=executor, address=address,
+        cpus_per_run=cpus_per_run,
     )  # fmt: skip
     if isinstance(executed, int):
         return executed

@@ -64,11 +64,16 @@ def run_experiment(
     only: list[str],
     dry_run: bool,
     in_process: str | None,
+    executor: str = "local",
+    address: str | None = None,
+    shard: str | None = None,
+    cpus_per_run: float = 1.0,
 ) -> int:
     """The `run` command; returns its exit code (0 also when runs found duplicates)."""
     outcome = execute(
         spec_path, db=db, concurrency=concurrency, resume=resume, retry_errors=retry_errors,
-        only=only, dry_run=dry_run, in_process=in_process,
+        only=only, dry_run=dry_run, in_process=in_process, executor=executor, address=address,
+        shard=shard, cpus_per_run=cpus_per_run,
     )  # fmt: skip
     if isinstance(outcome, int):
         return outcome
@@ -86,24 +91,40 @@ def execute(
     dry_run: bool,
     in_process: str | None,
     command: str = "run",
+    executor: str = "local",
+    address: str | None = None,
+    shard: str | None = None,
+    cpus_per_run: float = 1.0,
 ) -> Executed | int:
     """Run the selected matrix; an exit code when it could not start or only listed it."""
-    from runner.matrix import describe, expand, select
+    from runner.matrix import describe, expand, parse_shard, select
+    from runner.matrix import shard as shard_of
     from runner.spec import load_spec
     from runner.spec._load import read_spec_text
 
     if in_process is not None and in_process not in ("auto", "always", "never"):
         return _error(f"--in-process must be auto, always or never, got {in_process!r}", command)
+    if executor not in ("local", "ray"):
+        return _error(f"--executor must be local or ray, got {executor!r}", command)
+    if executor != "ray" and address is not None:
+        return _error("--address works only with --executor ray", command)
+    if executor != "ray" and cpus_per_run != 1.0:
+        return _error("--cpus-per-run works only with --executor ray", command)
     try:
         spec_text = read_spec_text(spec_path)  # V4; read once: what runs is what is stored
         spec = load_spec(spec_path, text=spec_text)
         all_cells = expand(spec)
         cells = select(all_cells, only)
+        shard_of_n = parse_shard(shard) if shard is not None else None
     except HarnessError as exc:
         return _error(str(exc), command)
     if not cells:  # V5: a selection that runs nothing is a mistake, and leaves no store behind
         filters = " ".join(f"--only {f}" for f in only)
         return _error(f"{filters} selects none of the {len(all_cells)} runs in the matrix", command)
+    if shard_of_n is not None:
+        # G2. An empty shard is no mistake (more shards than cells): its store just holds none.
+        by_group = any(p.kind == "auto" for p in spec.patches)
+        cells = shard_of(cells, *shard_of_n, by_group=by_group)
     if dry_run:
         print(terminal(describe(cells), lines=True))
         return EXIT_OK
@@ -118,18 +139,29 @@ def execute(
     # the event loop (and its in-process proxies) and eat into their run_timeout_s.
     register_scripted_provider()
 
+    engine = None
+    if executor == "ray":  # before the store: a cluster that cannot be reached changes nothing
+        try:
+            engine = _ray_engine(address, cpus_per_run)
+        except RuntimeError as exc:
+            return _error(str(exc), command)
     try:
         store = Store.open(db, redactor=Redactor.for_spec_text(spec_text))  # V3
     except StoreError as exc:
+        if engine is not None:
+            engine.close()
         return _error(str(exc), command)
     try:
         store.save_experiment(spec.name, str(spec_path), spec_text)
+        part = ", ".join((["filtered"] if only else []) + ([f"shard {shard}"] if shard else []))
         return _sweep(spec, cells, all_cells, store, db, concurrency, resume, retry_errors,
-                      in_process)  # fmt: skip
+                      in_process, part, engine)  # fmt: skip
     except HarnessError as exc:
         return _error(str(exc), command)
     finally:
         store.close()
+        if engine is not None:
+            engine.close()
 
 
 def _sweep(
@@ -142,20 +174,29 @@ def _sweep(
     resume: bool,
     retry_errors: bool,
     in_process: str | None,
+    part: str = "",
+    engine: Any = None,
 ) -> Executed | int:
     from runner.execute import run_sweep
     from runner.terminal import ProgressLine, summary_table
 
     say(
         f"Experiment {spec.name}: {len(cells)} runs in the matrix"
-        + (f" (of {len(all_cells)}, filtered)" if len(cells) != len(all_cells) else "")
+        + (
+            f" (of {len(all_cells)}, {part or 'filtered'})"
+            if part or len(cells) != len(all_cells)
+            else ""
+        )
         + f"; storing in {db}"
+        + (f"; running on Ray ({engine.describe()})" if engine is not None else "")
     )
+    execute = {"execute": engine.execute} if engine is not None else {}
     try:
         result = asyncio.run(
             run_sweep(
                 spec, cells, store, all_cells=all_cells, concurrency=concurrency, resume=resume,
                 retry_errors=retry_errors, in_process=in_process, on_progress=ProgressLine(),
+                **execute,
             )
         )  # fmt: skip
     except KeyboardInterrupt:
@@ -163,6 +204,11 @@ def _sweep(
         return EXIT_INTERRUPTED
     if result.resumed:
         say(f"{result.resumed} runs were already stored and were skipped (resume).")
+    if engine is not None and engine.execute.lost:
+        say(
+            f"{engine.execute.lost} Ray tasks were lost with their node or worker; "
+            "their runs were sent again."
+        )
     for line in result.blocked:
         say(f"not run: {line}")
     if result.stopped_early and spec.stop_early is not None:
@@ -203,3 +249,35 @@ def _outcome(
     if missing:
         say(f"{missing} of {len(wanted)} runs were not run.")
     return Executed(spec, len(wanted), errors.height, missing)
+
+
+class _RayEngine:
+    """The connection to a Ray cluster and the `execute` step that sends runs to it."""
+
+    def __init__(self, address: str | None, cpus_per_run: float) -> None:
+        from runner.execute.ray_executor import RayExecutor, RayUnavailable, connect
+
+        try:
+            self.nodes, self.cpus = connect(address)
+        except RayUnavailable as exc:
+            raise RuntimeError(str(exc)) from exc
+        self.execute = RayExecutor(cpus_per_run=cpus_per_run)
+
+    def describe(self) -> str:
+        from runner.execute.ray_executor import describe_cluster
+
+        return describe_cluster(self.nodes, self.cpus, self.execute.cpus_per_run)
+
+    def close(self) -> None:
+        from runner.execute.ray_executor import disconnect
+
+        disconnect()
+
+
+def _ray_engine(address: str | None, cpus_per_run: float) -> _RayEngine:
+    """Ray is an optional extra: a missing install is one line saying how to add it."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise RuntimeError("--executor ray needs Ray: pip install 'agent-harness[ray]'") from None
+    return _RayEngine(address, cpus_per_run)

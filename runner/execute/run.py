@@ -175,6 +175,17 @@ async def execute_run(
         await asyncio.shield(asyncio.to_thread(workdir_ctx.cleanup))
 
 
+def failed_run(
+    cell: RunCell, spec: ExperimentSpec, patch_text: str | None, error: str
+) -> RunRecord:
+    """The record of a run that never ran to an end anywhere (e.g. its Ray task was lost)."""
+    with tempfile.TemporaryDirectory(prefix="agent-harness-failed-") as empty:
+        now, started = datetime.now(UTC), time.perf_counter()
+        return _record(
+            cell, spec, patch_text, AgentResult(), error, None, Path(empty), now, started
+        )
+
+
 async def _converse(
     cell: RunCell,
     spec: ExperimentSpec,

@@ -17,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.execute.caps import ModelCaps
 from runner.execute.early_stop import EarlyStop
 from runner.execute.record import patch_block
 from runner.execute.run import execute_run
@@ -33,6 +34,17 @@ from runner.spec import ExperimentSpec
 # had not been reported as done.
 GROUP_COMMIT_LINGER_S = 0.25
 SEVERITY_ORDER = {"CRITICAL": 0, "HIGH": 1, "MEDIUM": 2, "LOW": 3}
+
+# Runs one cell once and returns its record: `execute_run` here, or a Ray task elsewhere
+# (runner.execute.ray_executor). Arguments: cell, spec, patch text, in-process override.
+Execute = Callable[[RunCell, ExperimentSpec, "str | None", "str | None"], Awaitable[RunRecord]]
+
+
+async def execute_here(
+    cell: RunCell, spec: ExperimentSpec, patch_text: str | None, in_process: str | None
+) -> RunRecord:
+    """Run the cell in this process."""
+    return await execute_run(cell, spec, patch_text=patch_text, in_process=in_process)
 
 
 @dataclass
@@ -129,8 +141,12 @@ async def run_sweep(
     retry_errors: bool = False,
     in_process: str | None = None,
     on_progress: Callable[[Progress, RunRecord], None] | None = None,
+    execute: Execute = execute_here,
 ) -> SweepResult:
-    """Run the cells not yet finished; store each record as soon as it ends."""
+    """Run the cells not yet finished; store each record as soon as it ends.
+
+    Only this process writes the store, whatever `execute` does: records come back to it.
+    """
     result = SweepResult()
     finished = (
         store.finished_run_ids(spec.name, include_errors=not retry_errors) if resume else set()
@@ -188,6 +204,7 @@ async def run_sweep(
                 ready[cell.group_id].set()
 
     semaphore = asyncio.Semaphore(concurrency or spec.concurrency)
+    caps = ModelCaps(spec.concurrency_per_model)
     budget = spec.limits.budget_usd
     writer = _GroupCommit(store)
 
@@ -198,7 +215,9 @@ async def run_sweep(
             patch_text = compose_patch_text(emitted[cell.group_id])
         elif cell.patch.kind == "text":
             patch_text = cell.patch.text
-        async with semaphore:
+        # The model's caps first: a run waiting for its model holds no place that another
+        # model's run could use.
+        async with caps.hold(cell.model.name), semaphore:
             if budget is not None and result.cost_usd >= budget:
                 result.budget_stop = True
                 return
@@ -207,7 +226,7 @@ async def run_sweep(
                 progress.total -= 1
                 unpatched_done(cell)
                 return
-            record = await execute_run(cell, spec, patch_text=patch_text, in_process=in_process)
+            record = await execute(cell, spec, patch_text, in_process)
             if stop is not None:
                 # Counted before the place is freed: the next run of the cell must see it.
                 stop.add(cell.cell_id, record)

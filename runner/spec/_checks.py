@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from fnmatch import fnmatchcase
 from typing import Any
 
 from runner.spec._base import canonical_json, did_you_mean
@@ -79,6 +80,11 @@ def _combinations(spec: ExperimentSpec) -> Iterator[Problem]:
                 "a URL" if others[0].url else "served over HTTP")  # fmt: skip
             yield ("proxy", "in_process"), f"{why}; {others[0].name!r} is {what}"
     yield from _pairings(spec)
+    names = [m.name for m in spec.models]
+    for glob in spec.concurrency_per_model:
+        if not any(fnmatchcase(name, glob) for name in names):
+            hint = did_you_mean(glob, names) or f"; the models are {', '.join(names)}"
+            yield ("concurrency_per_model", glob), f"matches no model{hint}"
     if spec.retry.max_backoff_s < spec.retry.backoff_s:
         yield ("retry", "max_backoff_s"), "must not be below `backoff_s`"
 

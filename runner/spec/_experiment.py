@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
-from runner.spec._base import Frozen, SafeName, list_field
+from runner.spec._base import Frozen, FrozenDict, SafeName, list_field
 from runner.spec._environment import Scenario, Upstream
 from runner.spec._models import Conversation, HonestySettings, ModelSpec, PatchArm, Prompt
 
@@ -78,6 +78,11 @@ class ExperimentSpec(Frozen):
     runs: int = Field(default=1, ge=1, le=10_000)
     limits: Limits = Field(default_factory=Limits)
     concurrency: int = Field(default=4, ge=1, le=256)
+    # litellm model-name glob -> runs in flight at once over the models it matches (one pool
+    # per glob: "openai/*": 4 caps a provider). Held wherever the runs go (--executor ray).
+    concurrency_per_model: Annotated[
+        dict[str, Annotated[int, Field(ge=1, le=256)]], AfterValidator(FrozenDict)
+    ] = Field(default_factory=FrozenDict)
     seed: int = 0
     retry: RetrySettings = Field(default_factory=RetrySettings)
     proxy: ProxySettings = Field(default_factory=ProxySettings)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.matrix import DIMENSIONS, describe, expand, select
+from runner.matrix import DIMENSIONS, describe, expand, parse_shard, select, shard
 from runner.spec import SpecError, load_spec
 
 BOOK = "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
@@ -334,3 +334,54 @@ def test_describe_a_selection(tmp_path):
 def test_the_example_experiment_has_between_100_and_200_runs():
     spec = load_spec(Path(__file__).resolve().parents[2] / "experiments" / "example.yaml")
     assert 100 <= len(expand(spec)) <= 200
+
+
+# G2
+@pytest.mark.parametrize("count", [1, 2, 3, 7])
+def test_g2_shards_are_disjoint_and_together_the_whole_matrix(tmp_path, count):
+    spec = base()
+    spec["patches"] = ["none"]
+    runs = expand(load(tmp_path, spec))
+    parts = [shard(runs, i, count, by_group=False) for i in range(1, count + 1)]
+    ids = [r.run_id for part in parts for r in part]
+    assert sorted(ids) == sorted(r.run_id for r in runs) and len(set(ids)) == len(ids)
+    if count == 2:
+        assert all(parts), "a 2-way split of 48 runs left a shard empty"
+
+
+# G2
+def test_g2_a_runs_shard_depends_only_on_its_id(tmp_path):
+    # Stable: another process, another order of the YAML lists, a filtered matrix: same shard.
+    spec = base()
+    spec["patches"] = ["none"]
+    runs = expand(load(tmp_path, spec))
+    reordered = {**spec, "models": spec["models"][::-1], "scenarios": spec["scenarios"][::-1]}
+    again = expand(load(tmp_path, reordered, "again.yaml"))
+    first = {r.run_id for r in shard(runs, 2, 3, by_group=False)}
+    assert first == {r.run_id for r in shard(again, 2, 3, by_group=False)}
+    filtered = select(again, ["model=scripted/careful"])
+    assert {r.run_id for r in shard(filtered, 2, 3, by_group=False)} == {
+        r.run_id for r in filtered if r.run_id in first
+    }
+
+
+# G2
+def test_g2_with_an_auto_arm_a_group_stays_in_one_shard(tmp_path):
+    # `auto` inserts the patches of the same group's unpatched runs: they must share a store.
+    runs = expand(load(tmp_path, base()))
+    for index in (1, 2, 3):
+        part = shard(runs, index, 3, by_group=True)
+        groups = {r.group_id for r in part}
+        assert part == [r for r in runs if r.group_id in groups]
+
+
+# G2
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0", "/2", "1/2/3", ""])
+def test_g2_a_bad_shard_is_one_clear_line(text):
+    with pytest.raises(SpecError) as info:
+        parse_shard(text)
+    assert "expected I/N" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_g2_parse_shard_reads_i_of_n():
+    assert parse_shard("2/4") == (2, 4)

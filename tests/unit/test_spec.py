@@ -467,6 +467,18 @@ ERROR_CASES = [
         "must not be empty",
     ),
     (
+        "a concurrency cap whose glob matches no model",
+        spec_text(concurrency_per_model='\n  "scripted/*": 2\n  "openai/*": 1  ' + MARK),
+        "concurrency_per_model.openai/*",
+        "matches no model",
+    ),
+    (
+        "a concurrency cap below 1",
+        spec_text(concurrency_per_model='{"scripted/*": 0}  ' + MARK),
+        "concurrency_per_model.scripted/*",
+        "greater than or equal to 1",
+    ),
+    (
         "conversation and conversations together",
         spec_text(conversation="{name: d, user: x}  " + MARK),
         "conversation",

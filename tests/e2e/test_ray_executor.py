@@ -1,0 +1,209 @@
+"""Sweeps on Ray (SPEC G1): a 2-node cluster on this machine, one node killed mid-sweep.
+
+One cluster serves the whole module (Ray takes seconds to start): a head node with one CPU,
+where the driver (this test process) attaches, and worker nodes added per test. Runs are Ray
+tasks; their records come back to the driver, the only writer of the DuckDB store. What the
+scripted agents do is deterministic per run seed, so a sweep on Ray must store exactly what a
+local sweep stores: the same run ids, verdicts, scores and the upstream's real rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+
+from runner.execute import run_sweep
+from runner.execute.ray_executor import RayExecutor
+from runner.execute.sweep import Progress
+from runner.matrix import expand
+from runner.records import RunRecord
+from runner.spec import load_spec
+from runner.store import Store
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+MB = 1024 * 1024
+SPEC = """\
+name: on-ray
+models: [scripted/careful, scripted/naive, scripted/obeys-retry-request]
+prompts:
+  - name: plain
+    text: You are a hotel booking assistant.
+patches: [none, auto]
+upstreams:
+  - name: booking
+    builtin: booking
+scenarios: [F1, F3]
+conversations:
+  - name: try-again
+    user: "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
+    follow_ups: ["That did not work. Please try again."]
+runs: 4
+"""
+
+
+@pytest.fixture(scope="module")
+def spec_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("ray-spec") / "on-ray.yaml"
+    path.write_text(SPEC)
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Any:
+    """Head node only: the driver's node. Quick failure detection, small object stores."""
+    head = {
+        "num_cpus": 1,
+        "object_store_memory": 100 * MB,
+        "include_dashboard": False,
+        "_system_config": {
+            # A killed node is noticed in ~2 s instead of ~30 s.
+            "health_check_initial_delay_ms": 0,
+            "health_check_period_ms": 500,
+            "health_check_failure_threshold": 4,
+        },
+    }
+    made = Cluster(initialize_head=True, head_node_args=head)
+    yield made
+    if ray.is_initialized():
+        ray.shutdown()
+    made.shutdown()
+
+
+def outcomes(db: Path, experiment: str = "on-ray") -> dict[str, tuple]:
+    """Per run id: what the harness judged and what the upstream really holds."""
+    with Store.open(db, read_only=True) as store:
+        runs = store.load_runs(experiment)
+        ops = store.load_children("operations", runs["run_id"].to_list())
+        findings = store.load_children("violations", runs["run_id"].to_list())
+    per_run: dict[str, list] = {}
+    for op in ops.iter_rows(named=True):
+        per_run.setdefault(op["run_id"], []).append(
+            (op["idx"], op["tool"], op["executions"], op["outcome"], op["real_rows"])
+        )
+    violations: dict[str, list] = {}
+    for f in findings.iter_rows(named=True):
+        violations.setdefault(f["run_id"], []).append(f["code"])
+    return {
+        r["run_id"]: (
+            r["status"], r["verdict"], r["score_overall"], r["duplicate_found"],
+            r["real_duplicate"], r["patch_text"], tuple(per_run.get(r["run_id"], ())),
+            tuple(violations.get(r["run_id"], ())),
+        )
+        for r in runs.iter_rows(named=True)
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def local(spec_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
+    """The same experiment run in this process, the reference for every Ray sweep."""
+    db = tmp_path_factory.mktemp("local") / "local.duckdb"
+    spec = load_spec(spec_path)
+    with Store.open(db) as store:
+        result = asyncio.run(run_sweep(spec, expand(spec), store))
+    assert all(r.status == "ok" for r in result.records)
+    found = outcomes(db)
+    assert len(found) == len(expand(spec))
+    return found
+
+
+def test_g1_a_node_killed_mid_sweep_loses_no_run_and_stores_none_twice(  # G1
+    cluster: Any, spec_path: Path, local: dict[str, tuple], tmp_path: Path
+) -> None:
+    worker = cluster.add_node(num_cpus=2, object_store_memory=100 * MB)
+    cluster.wait_for_nodes()
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    ray.init(
+        address=cluster.address,
+        log_to_driver=False,
+        runtime_env={
+            "worker_process_setup_hook": "tests.e2e.ray_worker_hook.forbid_store",
+            "env_vars": {"AGENT_HARNESS_TEST_MARKS": str(marks), "PYTHONPATH": str(ROOT)},
+        },
+    )
+    spec = load_spec(spec_path)
+    cells = expand(spec)
+    executor = RayExecutor()
+    killer: list[threading.Thread] = []
+
+    def kill_when_under_way(progress: Progress, record: RunRecord) -> None:
+        # Both nodes are busy by now (4 runs in flight, 3 CPUs): the worker node dies with
+        # runs on it.
+        if progress.done == 10 and not killer:
+            killer.append(threading.Thread(target=cluster.remove_node, args=(worker, False)))
+            killer[0].start()
+
+    db = tmp_path / "ray.duckdb"
+    try:
+        with Store.open(db) as store:
+            result = asyncio.run(
+                run_sweep(
+                    spec, cells, store, concurrency=4, execute=executor,
+                    on_progress=kill_when_under_way,
+                )
+            )  # fmt: skip
+    finally:
+        for thread in killer:
+            thread.join(timeout=60)
+        ray.shutdown()
+    assert killer, "the sweep ended before the node was killed"
+    assert executor.lost >= 1, "no run was lost with the killed node"
+    assert [r.error for r in result.records if r.status != "ok"] == []
+    # No run lost, none stored twice: one row per run of the matrix, and the same results.
+    assert sorted(r.run_id for r in result.records) == sorted(c.run_id for c in cells)
+    assert outcomes(db) == local
+    # The workers ran the runs but never opened a store: only the driver wrote it.
+    assert list(marks.glob("worker-*")), "the worker hook did not run"
+    assert list(marks.glob("store-*")) == []
+
+
+def test_g1_agent_harness_run_on_ray_stores_what_a_local_run_stores(  # G1 R1
+    cluster: Any, spec_path: Path, local: dict[str, tuple], tmp_path: Path
+) -> None:
+    cluster.add_node(num_cpus=1, object_store_memory=100 * MB)
+    cluster.wait_for_nodes()
+    db = tmp_path / "cli.duckdb"
+    exe = Path(sys.executable).parent / "agent-harness"
+    command = [str(exe), "run", str(spec_path), "--db", str(db), "--executor", "ray",
+               "--address", cluster.address, "--concurrency", "3"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "running on Ray (2 nodes, 2 CPUs" in done.stderr
+    assert f"{len(local)}/{len(local)} runs" in done.stderr  # the progress line, as locally
+    assert "scripted/naive" in done.stdout  # the summary table, as locally
+    assert outcomes(db) == local
+    # Resume works as locally: the driver finds every run stored and sends none.
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert f"{len(local)} runs were already stored" in again.stderr
+    assert outcomes(db) == local
+
+
+def test_g1_a_run_without_executor_ray_never_imports_ray(spec_path: Path, tmp_path: Path) -> None:
+    # Ray is an optional extra: `agent-harness run` must work without it installed.
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from runner.run_command import run_experiment\n"
+        f"code = run_experiment(Path({str(spec_path)!r}), db=Path('x.duckdb'), concurrency=None,"
+        " resume=True, retry_errors=False, only=['model=scripted/careful', 'scenario=F3',"
+        " 'patch=none'], dry_run=False, in_process=None)\n"
+        "assert code == 0, code\n"
+        "assert 'ray' not in sys.modules, 'ray was imported'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
