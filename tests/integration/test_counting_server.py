@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import signal
 import subprocess
 import sys
@@ -223,32 +224,42 @@ def _rpc(*messages: dict[str, Any]) -> bytes:
     return b"".join(json.dumps({"jsonrpc": "2.0", **m}).encode() + b"\n" for m in messages)
 
 
+def _read_line(stream, timeout_s: float) -> bytes:
+    """One line from a child's pipe, waiting at most timeout_s for it to become readable."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        if not selector.select(timeout_s):
+            raise AssertionError(f"no line from the server within {timeout_s} s")
+    return stream.readline()
+
+
 def test_crash_write_executes_then_exits_3_without_answering(tmp_path):
     truth = tmp_path / "truth.jsonl"
     init = {"protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "t", "version": "0"}}
-    stdin = _rpc(
-        {"id": 1, "method": "initialize", "params": init},
-        {"method": "notifications/initialized"},
-        {"id": 2, "method": "tools/call",
-         "params": {"name": "crash_write", "arguments": {"item": "c"}}},
-    )
     # Raw JSON-RPC over pipes: the exit code is what the proxy's crash tests rely on. Stdin
-    # stays open until the exit, since EOF would cancel the call before it executes.
+    # stays open until the exit, since EOF would cancel the call before it executes. The call
+    # goes out only once initialize is answered: sent together, the crash could win the race
+    # against the SDK's writer task and take the initialize answer with it.
     proc = subprocess.Popen(
         [sys.executable, str(SERVER), "--ground-truth", str(truth), "--stderr-noise",
          "NOISE-LINE-42"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     try:
-        proc.stdin.write(stdin)
+        proc.stdin.write(_rpc({"id": 1, "method": "initialize", "params": init},
+                              {"method": "notifications/initialized"}))
+        proc.stdin.flush()
+        first = _read_line(proc.stdout, TIMEOUT_S)
+        proc.stdin.write(_rpc({"id": 2, "method": "tools/call",
+                               "params": {"name": "crash_write", "arguments": {"item": "c"}}}))
         proc.stdin.flush()
         returncode = proc.wait(timeout=TIMEOUT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.stdin.close()
-    stdout, stderr = proc.stdout.read(), proc.stderr.read()
+    stdout, stderr = first + proc.stdout.read(), proc.stderr.read()
     proc.stdout.close()
     proc.stderr.close()
     assert returncode == 3
