@@ -146,6 +146,8 @@ class Lane:
 
     def end(self) -> None:
         """The session is over: every open stream closes, the router sees EOF."""
+        if self.closed:
+            return
         self.closed = True
         self.inbox.put(None)
         for stream in {id(s): s for s in self.by_stream_id.values()}.values():

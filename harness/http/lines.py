@@ -25,6 +25,8 @@ class HttpLine(bytes):
     http_status: int | None = None  # status of the HTTP answer it came in
     content_type: str | None = None  # "json" or "sse": how the upstream answered
     stream_cut: bool = False  # no answer: the response stream closed without one
+    http_headers: Mapping[str, str] | None = None  # extra headers of that HTTP answer
+    session_expired: bool = False  # the agent's session ends with this answer (a 404)
     # The agent's MCP headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*) when it
     # spoke HTTP: sent upstream as they came, so the upstream sees what the agent said.
     mcp_headers: Mapping[str, str] | None = None

@@ -75,6 +75,7 @@ class Listener:
         self._modern: Lane | None = None
         self._modern_lock = asyncio.Lock()
         self._runner: web.AppRunner | None = None
+        self._closing: set[asyncio.Task[None]] = set()
         self.url = ""
 
     async def start(self) -> str:
@@ -96,7 +97,9 @@ class Listener:
     async def stop(self) -> None:
         """End every session (their routers drain), then stop serving."""
         lanes = list(self.lanes.values()) + ([self._modern] if self._modern else [])
-        await asyncio.gather(*(self._end(lane) for lane in lanes), return_exceptions=True)
+        await asyncio.gather(
+            *(self._end(lane) for lane in lanes), *self._closing, return_exceptions=True
+        )
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -189,6 +192,10 @@ class Listener:
             response = await stream.answer(request)
             if lane.version is None and lane.session_id is not None and not lane.modern:
                 await self._end(lane)  # initialize failed: no session to keep
+            elif stream.expired:  # F7: the id is unknown from now on; the agent starts anew
+                lane.end()
+                self._closing.add(task := asyncio.create_task(self._end(lane)))
+                task.add_done_callback(self._closing.discard)
             return response
         except (asyncio.CancelledError, ConnectionError):
             if lane.modern and not lane.closed:

@@ -62,6 +62,7 @@ class Stream:
         self.sent: deque[tuple[int, bytes]] = deque(maxlen=REPLAY_EVENTS)
         self.count = 0
         self.done = False  # nothing more will come
+        self.expired = False  # it answered that the session has expired
         self.attached = False  # an HTTP response is being written from it right now
 
     def put(self, line: bytes, *, answers: tuple[str, Any] | None = None) -> None:
@@ -95,9 +96,11 @@ class Stream:
             return await self._json_only(line, last)
         if last and not self.is_batch and self._prefers_json(line):
             self.done = True
+            self.expired = getattr(line, "session_expired", False)
+            extra = getattr(line, "http_headers", None) or {}
             return web.Response(
                 body=line, status=self._status(line), content_type="application/json",
-                headers=self.headers,
+                headers={**self.headers, **extra},
             )  # fmt: skip
         if last:  # the whole stream is known: one response, no chunked writes
             self.done = True
@@ -187,6 +190,8 @@ class Stream:
         return sse.encode(line, event_id=event_id)
 
     def _prefers_json(self, line: bytes) -> bool:
+        if (getattr(line, "http_status", None) or 0) >= 400:
+            return True  # an HTTP error status: a plain answer, never a stream
         kind = getattr(line, "content_type", None)
         return kind == "json" if kind is not None else self.modern
 
