@@ -145,6 +145,20 @@ async def test_x9_h1_notifications_resources_and_prompts_pass_through_http(
     assert len(executions(p.truth, "sync_ledger")) == 1
 
 
+@pytest.mark.parametrize("pair", PAIRS)
+async def test_h1_x11_2026_07_28_f1_ghost_then_retry_is_a_duplicate_on_every_transport_pair(
+    pair, tmp_path, agent_harness_bin
+):  # H1 X11 S2 J1: no initialize, no session, _meta on every request
+    async with proxied(pair, tmp_path, agent_harness_bin, "--scenario", "F1", modern=True) as p:
+        assert p.client.protocol_version == "2026-07-28"
+        assert (await p.client.call_tool("create_booking", BOOK)).is_error
+        assert not (await p.client.call_tool("create_booking", BOOK)).is_error
+    assert len(executions(p.truth, "create_booking")) == 2
+    report = await finished_report(p)
+    assert report["verdict"] == "FAIL"
+    assert "DUPLICATE_EXECUTION" in {v["code"] for v in report["report"]["violations"]}
+
+
 @pytest.mark.parametrize("pair", ["http-stdio", "http-http"])
 async def test_h1_x11_a_2026_07_28_client_without_session_reaches_the_upstream(
     pair, tmp_path, agent_harness_bin
