@@ -10,6 +10,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from harness import jsonutil
+from harness.http.lines import tagged
 from harness.proxy.audit import AUDIT_TOOLS, answer_audit_call
 from harness.proxy.batch import Reply
 from harness.proxy.jsonscan import top_level
@@ -135,6 +136,8 @@ class CallHandling:
         code = error.get("code") if isinstance(error, dict) else None
         # X4: a protocol error reaches the agent as a tool result with isError.
         text = f"Upstream error {code}: {detail}"
+        if getattr(answer.line, "stream_cut", False):
+            reply = _still_cut(reply)
         await self._answer(ticket, rpc_id, error_result(text), "upstream", reply)
 
     async def _injected_answer(
@@ -160,3 +163,13 @@ class CallHandling:
     async def _reply(self: Proxy, rpc_id: Any, result: dict[str, Any], reply: Reply) -> None:
         body = {"jsonrpc": "2.0", "id": rpc_id, "result": self.revision.own_result(result)}
         await reply(jsonutil.dumps(body).encode())
+
+
+def _still_cut(reply: Reply) -> Reply:
+    """H3: the upstream's response stream closed without an answer; an HTTP agent's closes the
+    same way (the listener reads the hint), a stdio agent gets the X4 result."""
+
+    async def send(line: bytes) -> None:
+        await reply(tagged(line, stream_cut=True))
+
+    return send
