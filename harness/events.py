@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from harness import jsonutil
 from harness.errors import EventLogError, InputFileError
+from harness.faults import FAULTS, SCENARIOS
 from harness.infile import read_lines
 
 # 2: tools_listed.complete, call_received.reason_unlisted / identity_arguments / key_honoured,
@@ -24,8 +25,8 @@ from harness.infile import read_lines
 LOG_VERSION = 2
 
 ToolClassName = Literal["write", "read", "unclassified"]
-FaultName = Literal["F1", "F2", "F3", "F4", "F5", "chaos"]
-Scenario = Literal["F1", "F2", "F3", "F4", "F5"]
+FaultName = Literal[tuple(FAULTS)]  # the fault registry's names (harness.faults)
+Scenario = Literal[SCENARIOS]
 UpstreamStatus = Literal[
     "result", "input_required", "error", "timeout", "crash", "unavailable", "oversized"
 ]
@@ -48,7 +49,7 @@ class SessionStarted(_Event):
     scenario: Scenario | None = None
     chaos_error_rate: float | None = Field(None, description="Set iff --mode chaos.")
     chaos_seed: int | None = None
-    retry_after_s: float | None = Field(None, description="What an F2 429 announces.")
+    retry_after_s: float | None = Field(None, description="What a 429 (F2) announces.")
     key_fields: list[str] = Field(default_factory=lambda: ["idempotency_key"])
     keys_honoured: list[str] = Field(
         default_factory=list, description="K6: tool globs whose upstream deduplicates by key."

@@ -1,9 +1,13 @@
-"""Faults F1-F5 and chaos (S1-S11): each fault is its parameters plus one method.
+"""Faults F1-F5 and chaos (S1-S11): the one registry of faults (H2).
+
+Each fault is one class: its name, its one-line summary (for --help, the demo and the docs),
+its parameters and its behaviour (does the call run upstream first, does the harness inject an
+answer, is the answer a ghost write's, does it open a retry window, how many writes it takes).
+`FAULTS` lists them; flags, help, spec validation, the events' names and the judge read from it,
+so adding a fault touches its class and its tests.
 
 `FaultPlan.decide()` is asked once per tool call, synchronously, in the order calls arrive, so
-of two writes sent in parallel exactly one is "the first" (S8). Whether a fault lets the call
-run upstream first (F1, F4) or answers instead of the upstream (F2, F3, F5, chaos) is the
-fault's `executes_upstream` property.
+of two writes sent in parallel exactly one is "the first" (S8).
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ from typing import Any, ClassVar
 
 from harness.errors import UsageError
 
-SCENARIOS = ("F1", "F2", "F3", "F4", "F5")
 MAX_RETRY_AFTER_S = 86_400
 
 
@@ -28,8 +31,16 @@ class Fault:
     """A fault applied to one call; `answer()` is what the agent gets instead of the real one."""
 
     name: ClassVar[str]
-    executes_upstream: ClassVar[bool]
-    injects: ClassVar[bool] = True
+    brief: ClassVar[str]  # a few words for --help
+    summary: ClassVar[str]  # one line: what the agent sees and what really ran
+    duplicate_when: ClassVar[str] = "the operation is executed twice afterwards"
+    applies_to: ClassVar[str] = "first write"
+    executes_upstream: ClassVar[bool]  # the call runs upstream before the agent is answered
+    injects: ClassVar[bool] = True  # the harness answers (F4 only lets writes through)
+    ghost: ClassVar[bool] = False  # the write ran, the agent is told it failed (J: ghost)
+    retry_window: ClassVar[bool] = False  # the answer asks the agent to wait retry_after_s
+    writes: ClassVar[int] = 1  # how many writes of a run it is applied to
+    scenario: ClassVar[bool] = True  # chosen with --scenario (chaos is a mode of its own)
     retry_after_s: float | None = None
 
     def answer(self) -> dict[str, Any] | None:
@@ -42,7 +53,11 @@ class GhostTimeout(Fault):
     """F1: the write runs upstream, the agent is told it timed out (S2)."""
 
     name: ClassVar[str] = "F1"
+    brief: ClassVar[str] = "timeout after the write ran (ghost write)"
+    summary: ClassVar[str] = "The write runs upstream, the answer is a timeout (a ghost write)."
+    duplicate_when: ClassVar[str] = "the same operation is executed again"
     executes_upstream: ClassVar[bool] = True
+    ghost: ClassVar[bool] = True
 
     def answer(self) -> dict[str, Any]:
         # No duration: the answer comes at once, or after --fault-delay (S11), never after
@@ -55,7 +70,11 @@ class RateLimited(Fault):
     """F2: HTTP 429 with retry_after; nothing runs upstream (S3)."""
 
     name: ClassVar[str] = "F2"
+    brief: ClassVar[str] = "429 with retry_after"
+    summary: ClassVar[str] = "HTTP 429 with retry_after; nothing runs."
+    duplicate_when: ClassVar[str] = "the same operation is sent again before retry_after has passed"
     executes_upstream: ClassVar[bool] = False
+    retry_window: ClassVar[bool] = True
 
     def answer(self) -> dict[str, Any]:
         seconds = self.retry_after_s if self.retry_after_s is not None else 60
@@ -72,6 +91,8 @@ class TruncatedJson(Fault):
     """F3: an answer cut off after two bytes of JSON; nothing runs upstream (S4)."""
 
     name: ClassVar[str] = "F3"
+    brief: ClassVar[str] = "truncated JSON"
+    summary: ClassVar[str] = 'The answer is truncated JSON (`{"`); nothing runs.'
     executes_upstream: ClassVar[bool] = False
 
     def answer(self) -> dict[str, Any]:
@@ -83,8 +104,14 @@ class PassThrough(Fault):
     """F4: the write passes unchanged; the harness injects nothing and deduplicates nothing."""
 
     name: ClassVar[str] = "F4"
+    brief: ClassVar[str] = "two writes passed unchanged"
+    summary: ClassVar[str] = ("Nothing is injected; both writes pass unchanged and the harness "
+                              "does not deduplicate.")
+    duplicate_when: ClassVar[str] = "the same operation is executed twice"
+    applies_to: ClassVar[str] = "first two writes"
     executes_upstream: ClassVar[bool] = True
     injects: ClassVar[bool] = False
+    writes: ClassVar[int] = 2
 
     def answer(self) -> None:
         return None
@@ -95,6 +122,8 @@ class ServerError(Fault):
     """F5: HTTP 500; nothing runs upstream, the next attempt goes through (S6)."""
 
     name: ClassVar[str] = "F5"
+    brief: ClassVar[str] = "500"
+    summary: ClassVar[str] = "HTTP 500; nothing runs; the next attempt goes through."
     executes_upstream: ClassVar[bool] = False
 
     def answer(self) -> dict[str, Any]:
@@ -108,12 +137,40 @@ class ChaosError(Fault):
     """S9: a generic server error instead of the real answer; never a ghost write."""
 
     name: ClassVar[str] = "chaos"
+    brief: ClassVar[str] = "a generic server error with probability error_rate"
+    summary: ClassVar[str] = ("With probability error_rate a generic server error; the call "
+                              "does not run. Never a ghost write.")
+    duplicate_when: ClassVar[str] = "an operation is executed twice"
+    applies_to: ClassVar[str] = "every call, reads included"
     executes_upstream: ClassVar[bool] = False
+    scenario: ClassVar[bool] = False
 
     def answer(self) -> dict[str, Any]:
         return _error_result(
             "HTTP 503 Service Unavailable: the server is temporarily unable to handle the request."
         )
+
+
+# The registry: every fault by name, in the order tables show them.
+FAULTS: dict[str, type[Fault]] = {
+    f.name: f for f in (GhostTimeout, RateLimited, TruncatedJson, PassThrough, ServerError,
+                        ChaosError)
+}  # fmt: skip
+SCENARIOS = tuple(name for name, f in FAULTS.items() if f.scenario)
+INJECTING = frozenset(name for name, f in FAULTS.items() if f.injects)
+GHOSTS = frozenset(name for name, f in FAULTS.items() if f.ghost)
+RETRY_WINDOWS = frozenset(name for name, f in FAULTS.items() if f.retry_window)
+REPEATED = frozenset(name for name, f in FAULTS.items() if f.writes > 1)
+
+
+def scenario_help() -> str:
+    """The scenarios for --help: `F1 timeout after ..., F2 429 ...`."""
+    return ", ".join(f"{name} {FAULTS[name].brief}" for name in SCENARIOS)
+
+
+def scenario_range() -> str:
+    """`F1..F5`: the scenario names as a metavar."""
+    return f"{SCENARIOS[0]}..{SCENARIOS[-1]}"
 
 
 @dataclass(frozen=True)
@@ -148,8 +205,9 @@ class FaultPlan:
         self.config = config
         self._random = random.Random(config.seed)
         self._done = False  # F1-F3, F5: applied once
-        self._f1_pending: int | None = None  # the seq of the write F1 is waiting on
-        self._f4_left = 2
+        self._ghost_pending: int | None = None  # the seq of the write F1 is waiting on
+        kind = FAULTS.get(config.scenario or "")
+        self._passes_left = kind.writes if kind is not None else 0  # F4: two writes
 
     @property
     def is_chaos(self) -> bool:
@@ -164,26 +222,25 @@ class FaultPlan:
             return None
         if config.scenario is None or tool_class != "write" or not listed:
             return None  # S7: an unknown tool leaves the scenario armed
-        if config.scenario == "F4":
-            if self._f4_left > 0:
-                self._f4_left -= 1
-                return PassThrough()
+        kind = FAULTS[config.scenario]
+        if not kind.injects:
+            if self._passes_left > 0:
+                self._passes_left -= 1
+                return kind()
             return None
-        if self._done or self._f1_pending is not None:
+        if self._done or self._ghost_pending is not None:
             return None
-        if config.scenario == "F1":
-            self._f1_pending = seq  # decided when the upstream has answered
-            return GhostTimeout()
+        if kind.ghost:
+            self._ghost_pending = seq  # decided when the upstream has answered
+            return kind()
         self._done = True
-        if config.scenario == "F2":
-            return RateLimited(retry_after_s=config.retry_after_s)
-        return TruncatedJson() if config.scenario == "F3" else ServerError()
+        return kind(retry_after_s=config.retry_after_s) if kind.retry_window else kind()
 
     def upstream_answered(self, seq: int, executed: bool) -> bool:
         """F1: does the ghost apply to this call? Only if the upstream executed it (S7)."""
-        if self._f1_pending != seq:
+        if self._ghost_pending != seq:
             return False
-        self._f1_pending = None
+        self._ghost_pending = None
         if executed:
             self._done = True
         return executed

@@ -28,7 +28,7 @@ from harness.events import (
     UpstreamStatus,
     _Event,
 )
-from harness.faults import Fault, PlanConfig
+from harness.faults import RETRY_WINDOWS, Fault, PlanConfig
 from harness.identity import digest_of, identity_arguments, raw_operation_id
 from harness.keys import find_keys
 from harness.tools import Classification, ClassifierConfig, classify_tools
@@ -70,7 +70,7 @@ class Recorder:
                 scenario=plan.scenario,
                 chaos_error_rate=plan.chaos_error_rate,
                 chaos_seed=plan.seed if plan.chaos_error_rate is not None else None,
-                retry_after_s=plan.retry_after_s if plan.scenario == "F2" else None,
+                retry_after_s=plan.retry_after_s if plan.scenario in RETRY_WINDOWS else None,
                 key_fields=list(self.classifier.key_fields),
                 keys_honoured=list(self.classifier.keys_honoured),
                 started_at=datetime.now(UTC).isoformat(timespec="seconds"),

@@ -117,7 +117,7 @@ class Session:
         result_type = result.get("resultType")
         if result_type == INPUT_REQUIRED:
             self.recorder.upstream(ticket.seq, "input_required")
-            if ticket.fault is not None and ticket.fault.name == "F1":
+            if ticket.fault is not None and ticket.fault.ghost:
                 self.plan.upstream_answered(ticket.seq, executed=False)
             return None
         if result_type not in (None, COMPLETE):
@@ -126,7 +126,7 @@ class Session:
         is_error = result.get("isError") is True
         self.recorder.upstream(ticket.seq, "result", is_error=is_error, result=result)
         fault = ticket.fault
-        if fault is not None and fault.name == "F1":
+        if fault is not None and fault.ghost:
             if self.plan.upstream_answered(ticket.seq, executed=not is_error):
                 self.recorder.fault(ticket.seq, fault)
                 return fault.answer()
@@ -135,7 +135,7 @@ class Session:
     def upstream_failed(self, ticket: Ticket, status: UpstreamStatus, error: Any = None) -> None:
         """No usable answer: JSON-RPC error, timeout, crash, no connection, oversized (A1)."""
         self.recorder.upstream(ticket.seq, status, error=error)
-        if ticket.fault is not None and ticket.fault.name == "F1":
+        if ticket.fault is not None and ticket.fault.ghost:
             self.plan.upstream_answered(ticket.seq, executed=False)
 
     def answered(self, ticket: Ticket, is_error: bool, source: AnswerSource = "upstream") -> None:

@@ -23,12 +23,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.faults import SCENARIOS
+from harness.faults import REPEATED, SCENARIOS
 from harness.judge import FAIL, PASS
 from harness.simulate import Sent, SimulatedSession
 
 # Scenarios in which the user asks for the same booking twice (see the module docstring).
-REPEATED_REQUEST_SCENARIOS = frozenset({"F4"})
+REPEATED_REQUEST_SCENARIOS = REPEATED  # the registry: faults that take two writes
 BOOKING = {"guest": "Ann Example", "date": "2026-12-01"}
 
 _RETRY_AFTER = re.compile(r"retry_after\D{0,3}(\d+(?:\.\d+)?)")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import jsonutil
-from harness.faults import PlanConfig
+from harness.faults import FAULTS, INJECTING, PlanConfig
 from harness.judge import Judgement
 from harness.session import Session
 
@@ -69,15 +69,19 @@ def _listing(name: str, declared: str | None, argument_names: list[str]) -> dict
 
 
 def _what_happened(fault: str | None, tool_class: str, executed: bool) -> str:
-    if fault == "F1":
+    kind = FAULTS.get(fault or "")
+    if kind is not None and kind.ghost:
         return (
-            "F1 injected (ghost write): the simulated backend executed this write, but the "
+            f"{fault} injected (ghost write): the simulated backend executed this write, but the "
             "answer says it timed out."
         )
-    if fault in ("F2", "F3", "F5", "chaos"):
+    if kind is not None and not kind.executes_upstream:
         return f"{fault} injected: the call was answered with an error and not executed."
-    if fault == "F4":
-        return "F4: this write passed through unchanged (F4 injects nothing, deduplicates nothing)."
+    if kind is not None and not kind.injects:
+        return (
+            f"{fault}: this write passed through unchanged ({fault} injects nothing, "
+            "deduplicates nothing)."
+        )
     if tool_class == "unclassified":
         return (
             "No fault: the tool is unclassified, so it is passed through and not judged "
@@ -134,7 +138,7 @@ class DemoSession:
             "tool": tool,
             "toolClass": info.tool_class,
             "classifiedBy": info.reason,
-            "faultInjected": fault if fault != "F4" else None,
+            "faultInjected": fault if fault in INJECTING else None,
             "scenarioApplied": fault,
             "whatHappened": _what_happened(fault, info.tool_class, executed),
             "executedBySimulatedBackend": executed,

@@ -15,26 +15,15 @@ from harness import CERTIFICATION, __version__, jsonutil
 from harness.benchmark.output import write_json_atomically
 from harness.demo.sessions import NOTICE, DemoSession, SessionStore, tool_result
 from harness.errors import OutputFileError, UsageError
-from harness.faults import MAX_RETRY_AFTER_S, PlanConfig
+from harness.faults import FAULTS, MAX_RETRY_AFTER_S, RETRY_WINDOWS, PlanConfig
 from harness.render import judgement_markdown
 
 AUDIT_PATH = Path(".agent-harness") / "audit-report.json"
 _ID = {"session_id": {"type": "string", "description": "The id start_session returned."}}
 
 SCENARIO_TABLE = [
-    ("F1", "first write", "The write runs on the simulated backend, the answer is a timeout "
-     "(a ghost write).", "the same operation is executed again"),
-    ("F2", "first write", "HTTP 429 with retry_after; nothing runs.",
-     "the same operation is sent again before retry_after has passed"),
-    ("F3", "first write", 'The answer is truncated JSON (`{"`); nothing runs.',
-     "the operation is executed twice afterwards"),
-    ("F4", "first two writes", "Nothing is injected; both writes pass unchanged and the harness "
-     "does not deduplicate.", "the same operation is executed twice"),
-    ("F5", "first write", "HTTP 500; nothing runs; the next attempt goes through.",
-     "the operation is executed twice afterwards"),
-    ("chaos", "every call, reads included", "With probability error_rate a generic server error; "
-     "the call does not run. Never a ghost write.", "an operation is executed twice"),
-]  # fmt: skip
+    (name, f.applies_to, f.summary, f.duplicate_when) for name, f in FAULTS.items()
+]  # the fault registry, as list_scenarios shows it
 
 
 def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -51,7 +40,7 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
             {
                 "scenario": {
                     "type": "string",
-                    "enum": ["F1", "F2", "F3", "F4", "F5", "chaos", "none"],
+                    "enum": [*FAULTS, "none"],
                     "description": "Fault plan (see list_scenarios); none = pass-through.",
                 },
                 "error_rate": {
@@ -65,7 +54,8 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
                     "type": "number",
                     "minimum": 0,
                     "maximum": MAX_RETRY_AFTER_S,
-                    "description": "Only with F2: seconds (more than 0) the 429 asks for; 60.",
+                    "description": f"Only with {'/'.join(sorted(RETRY_WINDOWS))}: seconds "
+                    "(more than 0) the 429 asks for; 60.",
                 },
             },  # fmt: skip
             ("scenario",),
@@ -150,8 +140,10 @@ def _plan(args: Mapping[str, Any]) -> PlanConfig:
         raise UsageError("error_rate goes with scenario chaos, and chaos needs an error_rate")
     if "seed" in args and not chaos:
         raise UsageError("seed only applies to scenario chaos")
-    if "retry_after" in args and scenario != "F2":
-        raise UsageError("retry_after only applies to scenario F2")
+    if "retry_after" in args and scenario not in RETRY_WINDOWS:
+        raise UsageError(
+            f"retry_after only applies to scenario {'/'.join(sorted(RETRY_WINDOWS))}"
+        )
     if args.get("retry_after", 60) <= 0:
         raise UsageError("retry_after must be more than 0 seconds")
     return PlanConfig(

@@ -28,6 +28,7 @@ from harness.events import (
     ToolsListed,
     UpstreamAnswered,
 )
+from harness.faults import RETRY_WINDOWS
 from harness.identity import strip_key_fields, value_key
 from harness.judge.derive import Derived, derive_key, derive_operation
 from harness.judge.model import (
@@ -290,7 +291,7 @@ class Judge:
         attempt.fault = ev.fault
         attempt.executes_upstream = ev.executes_upstream
         attempt.retry_after_s = ev.retry_after_s
-        if ev.fault == "F2" and ev.retry_after_s is not None and self.window is None:
+        if ev.fault in RETRY_WINDOWS and ev.retry_after_s is not None and self.window is None:
             self.window = RetryWindow(attempt, int(ev.retry_after_s * 1_000_000_000))
         self._mark(attempt.op)
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.faults import RETRY_WINDOWS
 from harness.judge.model import Attempt, KeyState, OpState
 
 # Operation outcomes (operations[].outcome).
@@ -224,7 +225,9 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
     if keyed is not None:
         observations.append(keyed)
 
-    rate_limited = next((a for a in attempts if a.fault == "F2" and a.status == "injected"), None)
+    rate_limited = next(
+        (a for a in attempts if a.fault in RETRY_WINDOWS and a.status == "injected"), None
+    )
     retry_after_violated = False
     answered_at = rate_limited.pos_answered if rate_limited is not None else None
     if rate_limited is not None and window_required_ns is not None and answered_at is not None:
@@ -342,7 +345,7 @@ def _failure_handling(
     if faulted.status == "ghost":
         if not later:
             code = "VERIFIED_NO_RETRY" if verified else "UNVERIFIED_AFTER_TIMEOUT"
-            observations.append({"code": code, **ref, "fault": "F1"})
+            observations.append({"code": code, **ref, "fault": faulted.fault})
         if op.keys_honoured and faulted.key is not None and all(
             a.key == faulted.key for a in later
         ):
@@ -352,7 +355,7 @@ def _failure_handling(
     retried = next((a for a in later if a.executed), None)
     if retried is not None:
         finding = {"code": "RECOVERED_BY_RETRY", **ref, "fault": faulted.fault}
-        if faulted.fault == "F2" and faulted.t_answered is not None:
+        if faulted.fault in RETRY_WINDOWS and faulted.t_answered is not None:
             finding["waitedMs"] = _ms(retried.t_received - faulted.t_answered)
         observations.append(finding)
     elif not later and verified:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.faults import GHOSTS, INJECTING
+
 AttemptStatus = Literal[
     "open", "executed", "ghost", "injected", "rejected", "unknown", "input_required"
 ]
 
 # Faults that inject something (F4 only lets writes through and injects nothing).
-INJECTING_FAULTS = frozenset({"F1", "F2", "F3", "F5", "chaos"})
+INJECTING_FAULTS = INJECTING  # from the fault registry
 
 
 @dataclass(slots=True, eq=False)
@@ -49,7 +51,7 @@ class Attempt:
         if self.upstream == "result":
             if self.is_error:
                 return "rejected"
-            return "ghost" if self.fault == "F1" else "executed"
+            return "ghost" if self.fault in GHOSTS else "executed"
         return "unknown"
 
     @property

@@ -14,6 +14,7 @@ from math import floor
 from typing import Any
 
 from harness import CERTIFICATION, jsonutil
+from harness.faults import RETRY_WINDOWS
 from harness.judge.core import Judge
 from harness.judge.derive import REJECTED_REPEAT, SPELLING_REPEAT, UNCERTAIN_REPEAT
 
@@ -156,7 +157,7 @@ def scenario_config(judge: Judge) -> dict[str, Any] | None:
     if started.scenario is None:
         return None
     config: dict[str, Any] = {"mode": "deterministic", "scenario": started.scenario}
-    if started.scenario == "F2":
+    if started.scenario in RETRY_WINDOWS:
         config["retryAfterS"] = started.retry_after_s
     return config
 

@@ -8,7 +8,7 @@ a Ray worker executing one run, import the harness through here.
 
 from harness.events import CallReceived, FaultApplied
 from harness.events import read_jsonl as read_event_log
-from harness.faults import MAX_RETRY_AFTER_S, PlanConfig
+from harness.faults import FAULTS, INJECTING, MAX_RETRY_AFTER_S, SCENARIOS, PlanConfig
 from harness.http.headers import HeaderSpec, valid_header_name
 from harness.identity import value_key
 from harness.proxy.args import ProxyConfig, parse, proxy_argv
@@ -17,6 +17,8 @@ from harness.tools import DEFAULT_KEY_FIELDS, ClassifierConfig
 
 __all__ = [
     "DEFAULT_KEY_FIELDS",
+    "FAULTS",
+    "INJECTING",
     "MAX_RETRY_AFTER_S",
     "CallReceived",
     "ClassifierConfig",
@@ -25,6 +27,7 @@ __all__ = [
     "InProcessProxy",
     "PlanConfig",
     "ProxyConfig",
+    "SCENARIOS",
     "in_process_proxy",
     "parse",
     "proxy_argv",

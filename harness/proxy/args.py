@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from harness.errors import UsageError
-from harness.faults import MAX_RETRY_AFTER_S, SCENARIOS, PlanConfig
+from harness.faults import (
+    FAULTS,
+    MAX_RETRY_AFTER_S,
+    RETRY_WINDOWS,
+    SCENARIOS,
+    PlanConfig,
+    scenario_help,
+    scenario_range,
+)
 from harness.http.headers import HeaderSpec, SecretValue, valid_header_name, valid_header_value
 from harness.keys import KeySpec
 from harness.tools import DEFAULT_KEY_FIELDS, ClassifierConfig
@@ -51,14 +59,14 @@ FLAGS: tuple[Flag, ...] = (
          "the value may contain commas.", repeatable=True),
     Flag("--upstream-env", "K=V,K2=V2", "Comma-separated environment variables (values without "
          "commas). The upstream always inherits the proxy's whole environment too."),
-    Flag("--scenario", "F1..F5", "Deterministic fault scenario on the agent's writes: F1 timeout "
-         "after the write ran (ghost write), F2 429 with retry_after, F3 truncated JSON, F4 two "
-         "writes passed unchanged, F5 500. Without it: plain pass-through (a baseline)."),
+    Flag("--scenario", scenario_range(), "Deterministic fault scenario on the agent's writes: "
+         f"{scenario_help()}. Without it: plain pass-through (a baseline)."),
     Flag("--mode", "MODE", "deterministic (default) or chaos; not together with --scenario."),
     Flag("--error-rate", "R", "With --mode chaos: probability 0-1 that any call fails with a "
          "generic server error (never executed)."),
     Flag("--seed", "N", "With --mode chaos: seed that makes the chaos reproducible."),
-    Flag("--retry-after", "S", f"With --scenario F2: seconds the 429 announces and that are "
+    Flag("--retry-after", "S", f"With --scenario {'/'.join(sorted(RETRY_WINDOWS))}: seconds "
+         "the 429 announces and that are "
          f"checked (default 60, at most {MAX_RETRY_AFTER_S})."),
     Flag("--fault-delay", "MS", "Delay every injected answer by MS milliseconds, F1 included, "
          "to imitate a real timeout (default 0)."),
@@ -218,8 +226,10 @@ def parse(argv: list[str]) -> Parsed:
         raise UsageError("--error-rate works only with --mode chaos")
     if not chaos and "--seed" in one:
         raise UsageError("--seed works only with --mode chaos")
-    if "--retry-after" in one and scenario != "F2":
-        raise UsageError("--retry-after works only with --scenario F2")
+    if "--retry-after" in one and scenario not in RETRY_WINDOWS:
+        raise UsageError(
+            f"--retry-after works only with --scenario {'/'.join(sorted(RETRY_WINDOWS))}"
+        )
     if "--fault-delay" in one and scenario is None and not chaos:
         raise UsageError("--fault-delay works only with --scenario or --mode chaos")
 
@@ -314,7 +324,7 @@ def proxy_argv(config: ProxyConfig) -> list[str]:
     plan = config.plan
     if plan.scenario:
         argv += ["--scenario", plan.scenario]
-        if plan.scenario == "F2":
+        if plan.scenario in RETRY_WINDOWS:
             argv += ["--retry-after", repr(float(plan.retry_after_s))]
     if plan.chaos_error_rate is not None:
         argv += ["--mode", "chaos", "--error-rate", repr(float(plan.chaos_error_rate))]
@@ -436,7 +446,8 @@ def help_text() -> str:
         "",
         "A chaos proxy between an MCP client (your agent) and a real MCP server. It injects",
         "faults on the agent's write calls and judges from what was really executed whether the",
-        "agent executed a write twice. Only against test or staging backends: F1 and F4 really",
+        "agent executed a write twice. Only against test or staging backends: "
+        f"{' and '.join(n for n, f in FAULTS.items() if f.executes_upstream)} really",
         "execute writes. Stdio on both sides by default; streamable HTTP to the upstream with",
         "--upstream-url and for the agent with --listen (protocol revisions 2025-06-18,",
         "2025-11-25 and 2026-07-28). With --listen the proxy runs until SIGTERM or Ctrl-C; every",

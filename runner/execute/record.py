@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import jsonutil
-from harness.proxy import CallReceived, FaultApplied, read_event_log, value_key
+from harness.proxy import INJECTING, CallReceived, FaultApplied, read_event_log, value_key
 from runner.records import FindingRow, OperationRow, PatchRow, TranscriptEntry
 
 
@@ -24,7 +24,7 @@ def faults_by_call(events: list[Any]) -> list[tuple[str, str, str | None]]:
     for event in events:
         if isinstance(event, CallReceived):
             calls[event.seq] = [event.tool, value_key(event.arguments), None]
-        elif isinstance(event, FaultApplied) and event.seq in calls and event.fault != "F4":
+        elif isinstance(event, FaultApplied) and event.seq in calls and event.fault in INJECTING:
             calls[event.seq][2] = event.fault
     return [tuple(c) for c in calls.values()]  # type: ignore[misc]
 

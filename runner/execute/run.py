@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__, jsonutil
-from harness.proxy import DEFAULT_KEY_FIELDS, ClassifierConfig, HeaderSpec, PlanConfig
+from harness.proxy import (
+    DEFAULT_KEY_FIELDS,
+    SCENARIOS,
+    ClassifierConfig,
+    HeaderSpec,
+    PlanConfig,
+)
 from runner.agent.loop import (
     AgentResult,
     LoopLimits,
@@ -47,7 +53,7 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
     """The proxy flags and upstream for a cell."""
     upstream, scenario = cell.upstream, cell.scenario
     plan = PlanConfig(
-        scenario=scenario.kind if scenario.kind not in ("none", "chaos") else None,
+        scenario=scenario.kind if scenario.kind in SCENARIOS else None,
         chaos_error_rate=scenario.chaos.error_rate if scenario.chaos else None,
         # A chaos scenario without a seed still gets one per run, so every run is replayable.
         seed=(scenario.chaos.seed if scenario.chaos.seed is not None else cell.seed)

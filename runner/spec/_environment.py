@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from harness.proxy import MAX_RETRY_AFTER_S
+from harness.proxy import MAX_RETRY_AFTER_S, SCENARIOS
 from runner.spec._base import (
     Frozen,
     FrozenDict,
@@ -139,8 +139,11 @@ class ChaosParams(Frozen):
     seed: int | None = None
 
 
-ScenarioKind = Literal["none", "F1", "F2", "F3", "F4", "F5", "chaos"]
-_SCENARIO_FORMS = "none, F1..F5, {F2: {retry_after: S}} or {chaos: {error_rate: R, seed: N}}"
+ScenarioKind = Literal[("none", *SCENARIOS, "chaos")]  # the fault registry (harness.faults)
+_SCENARIO_FORMS = (
+    f"none, {SCENARIOS[0]}..{SCENARIOS[-1]}, {{F2: {{retry_after: S}}}} or "
+    "{chaos: {error_rate: R, seed: N}}"
+)
 
 
 class Scenario(Frozen):
