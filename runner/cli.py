@@ -220,3 +220,23 @@ def sweep_command(
             executor=executor, address=address, cpus_per_run=cpus_per_run,
         )
     )  # fmt: skip
+
+
+@app.command("merge")
+def merge_command(
+    stores: Annotated[
+        list[Path], typer.Argument(help="Run stores to join, e.g. the stores of a sweep's shards.")
+    ],
+    out: Annotated[
+        Path, typer.Option("-o", "--out", help="The store to merge into (created if missing).")
+    ],
+) -> None:
+    """Join run stores of one experiment (e.g. --shard jobs of a CI matrix) into one.
+
+    A run already in the output is not stored again; stores made with two versions of one
+    experiment's spec are refused. Exit codes: 0 merged, 1 bad input or a conflict (the output
+    is left as it was).
+    """
+    from runner.report_commands import merge
+
+    raise typer.Exit(merge(stores, out))

@@ -154,3 +154,20 @@ def sweep(
         return EXIT_RUNS_FAILED
     print("No regression against the baseline.")
     return EXIT_OK
+
+
+def merge(stores: list[Path], out: Path) -> int:
+    """Merge run stores into `out`; print what each input added (G2)."""
+    from runner.store import StoreError
+    from runner.store.merge import merge_stores
+
+    try:
+        result = merge_stores(stores, out)
+    except StoreError as exc:
+        return _error("merge", str(exc))
+    for path in stores:
+        added, skipped = result.added[str(path)], result.skipped[str(path)]
+        print(terminal(f"{path}: {added} runs added, {skipped} already there", lines=True))
+    names = ", ".join(result.experiments) or "none"
+    print(terminal(f"{out}: {result.runs} runs in all (experiments: {names})", lines=True))
+    return 0

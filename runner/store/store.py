@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
@@ -133,6 +134,33 @@ class Store:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    @property
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The DuckDB connection, for store-wide tools such as `merge` (one writer: this one)."""
+        return self._con
+
+    def redacted_rows(self, table: str, rows: pa.Table) -> pa.Table:
+        """Rows read from elsewhere (another store) as this store may hold them: the same
+        redaction as `save_runs`/`save_experiment` (V3), column by column."""
+        for i, name in enumerate(rows.column_names):
+            if not pa.types.is_string(rows.schema.field(i).type):
+                continue
+            if table == "experiments" and name == "spec_text":
+                scrub = self.redactor.spec_text
+            elif table == "runs" and name == "model_params_json":
+                scrub = self._params_json
+            else:
+                scrub = self.redactor.text
+            values = rows.column(i).to_pylist()
+            clean = [None if v is None else scrub(v) for v in values]
+            if clean != values:
+                rows = rows.set_column(i, name, pa.array(clean, type=pa.string()))
+        return rows
+
+    def _params_json(self, text: str) -> str:
+        clean = json.dumps(self.redactor.params(json.loads(text or "{}")), sort_keys=True, default=str)
+        return text if json.loads(clean) == json.loads(text or "{}") else clean
 
     def schema_version(self) -> int:
         """The newest migration applied to this file."""
