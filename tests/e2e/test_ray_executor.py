@@ -43,12 +43,12 @@ patches: [none, auto]
 upstreams:
   - name: booking
     builtin: booking
-scenarios: [F1, F3]
+scenarios: [F1, F4]  # shard 1/2 holds 12 of the 36 runs, 2/2 the rest
 conversations:
   - name: try-again
     user: "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
     follow_ups: ["That did not work. Please try again."]
-runs: 4
+runs: 3
 """
 
 
@@ -140,7 +140,7 @@ def test_g1_a_node_killed_mid_sweep_loses_no_run_and_stores_none_twice(  # G1
     def kill_when_under_way(progress: Progress, record: RunRecord) -> None:
         # Both nodes are busy by now (4 runs in flight, 3 CPUs): the worker node dies with
         # runs on it.
-        if progress.done == 10 and not killer:
+        if progress.done == 8 and not killer:
             killer.append(threading.Thread(target=cluster.remove_node, args=(worker, False)))
             killer[0].start()
 
@@ -168,23 +168,35 @@ def test_g1_a_node_killed_mid_sweep_loses_no_run_and_stores_none_twice(  # G1
     assert list(marks.glob("store-*")) == []
 
 
-def test_g1_agent_harness_run_on_ray_stores_what_a_local_run_stores(  # G1 R1
+def test_g1_run_and_sweep_on_ray_store_what_a_local_run_stores(  # G1 G2 R1
     cluster: Any, spec_path: Path, local: dict[str, tuple], tmp_path: Path
 ) -> None:
     cluster.add_node(num_cpus=1, object_store_memory=100 * MB)
     cluster.wait_for_nodes()
     db = tmp_path / "cli.duckdb"
     exe = Path(sys.executable).parent / "agent-harness"
-    command = [str(exe), "run", str(spec_path), "--db", str(db), "--executor", "ray",
-               "--address", cluster.address, "--concurrency", "3"]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert "running on Ray (2 nodes, 2 CPUs" in done.stderr
-    assert f"{len(local)}/{len(local)} runs" in done.stderr  # the progress line, as locally
-    assert "scripted/naive" in done.stdout  # the summary table, as locally
+    on_ray = ["--db", str(db), "--executor", "ray", "--address", cluster.address,
+              "--concurrency", "3"]  # fmt: skip
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [str(exe), *args, str(spec_path), *on_ray]
+        return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+
+    # Half the matrix with `run --shard`, the rest by `sweep`, which resumes as locally.
+    first = cli("run", "--shard", "1/2")
+    assert first.returncode == 0, first.stderr
+    assert "running on Ray (2 nodes, 2 CPUs" in first.stderr
+    part = len(outcomes(db))
+    assert 0 < part < len(local)
+    assert f"{part}/{part} runs" in first.stderr  # the progress line, as locally
+    assert "scripted/" in first.stdout  # the summary table, as locally
+    swept = cli("sweep", "-o", str(tmp_path / "on-ray.html"))
+    assert swept.returncode == 0, swept.stderr
+    assert "running on Ray (2 nodes, 2 CPUs" in swept.stderr
+    assert f"{part} runs were already stored" in swept.stderr
     assert outcomes(db) == local
-    # Resume works as locally: the driver finds every run stored and sends none.
-    again = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    # Nothing left: the driver finds every run stored and sends none.
+    again = cli("sweep", "-o", str(tmp_path / "on-ray.html"))
     assert again.returncode == 0, again.stderr
     assert f"{len(local)} runs were already stored" in again.stderr
     assert outcomes(db) == local
@@ -197,7 +209,7 @@ def test_g1_a_run_without_executor_ray_never_imports_ray(spec_path: Path, tmp_pa
         "from pathlib import Path\n"
         "from runner.run_command import run_experiment\n"
         f"code = run_experiment(Path({str(spec_path)!r}), db=Path('x.duckdb'), concurrency=None,"
-        " resume=True, retry_errors=False, only=['model=scripted/careful', 'scenario=F3',"
+        " resume=True, retry_errors=False, only=['model=scripted/careful', 'scenario=F4',"
         " 'patch=none'], dry_run=False, in_process=None)\n"
         "assert code == 0, code\n"
         "assert 'ray' not in sys.modules, 'ray was imported'\n"
