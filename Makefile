@@ -53,6 +53,7 @@ bench: setup ray-deps
 	$(BIN)/python bench/http_overhead.py
 	$(BIN)/python bench/runner.py
 	$(BIN)/python bench/analysis.py
+	$(BIN)/python bench/on_ray.py
 
 lint: setup
 	$(BIN)/ruff check harness runner tests bench

@@ -71,6 +71,10 @@ def cluster() -> Any:
             "health_check_initial_delay_ms": 0,
             "health_check_period_ms": 500,
             "health_check_failure_threshold": 4,
+            # Ray starts workers at niceness 15: on a machine busy with other work they get
+            # almost no CPU, and runs would hit their deadline (run_timeout_s). Every node
+            # takes this from the head.
+            "worker_niceness": 0,
         },
     }
     made = Cluster(initialize_head=True, head_node_args=head)
