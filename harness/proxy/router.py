@@ -36,6 +36,7 @@ from harness.proxy.messages import (
     parse_line,
 )
 from harness.proxy.revision import ClientRevision
+from harness.proxy.tasks import TASK_METHODS, TaskBook, TaskHandling
 from harness.session import Session
 from harness.tools import startup_lines
 from harness.transport import LineReader, LineWriter, MessageTooLarge, StreamClosed
@@ -47,7 +48,7 @@ INVALID_REQUEST = -32600
 PARSE_ERROR = -32700
 
 
-class Proxy(CallHandling):
+class Proxy(CallHandling, TaskHandling):
     """One proxy session between a client line stream and an upstream line stream."""
 
     def __init__(
@@ -71,6 +72,7 @@ class Proxy(CallHandling):
         self.log = log
         self.describe_upstream_exit = describe_upstream_exit
         self.revision = ClientRevision()
+        self.tasks = TaskBook()
         self._token = secrets.token_hex(4)
         self._own_ids = 0
         self._pending: dict[tuple[str, Any], asyncio.Future[Message]] = {}
@@ -121,6 +123,7 @@ class Proxy(CallHandling):
 
     async def _drain(self) -> None:
         """X6: give calls still at the upstream a moment to be answered and counted."""
+        self._settle_open_tasks()  # X12: a task nobody asked about is asked now
         if self._calls:
             await asyncio.wait(set(self._calls), timeout=DRAIN_SECONDS)
 
@@ -135,10 +138,11 @@ class Proxy(CallHandling):
             self._stop.set()
             raise
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
+    def _spawn(self, coro: Awaitable[None]) -> asyncio.Task[None]:
         task = asyncio.create_task(self._guard(coro))
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
+        return task
 
     async def _guard(self, coro: Awaitable[None]) -> None:
         try:
@@ -214,6 +218,8 @@ class Proxy(CallHandling):
             if self._id_in_use(key):
                 await self._refuse_duplicate_id(message, rpc_id, reply)
                 return
+            if method in TASK_METHODS and await self._task_request(message, rpc_id, reply):
+                return  # X12: a task the proxy made up answers here
             if self.upstream_gone is not None:
                 await reply(
                     error_body(rpc_id, -32000, f"UPSTREAM_UNAVAILABLE: {self.upstream_gone.detail}")
@@ -318,6 +324,9 @@ class Proxy(CallHandling):
         if message is not None and message.get("method") is None and message.has("id"):
             key = id_key(message.get("id"))
             future = self._pending.pop(key, None)
+            ticket = self.tasks.calls.pop(key, None)
+            if ticket is not None:
+                self._task_created(ticket, message)  # X12: at once, before its status arrives
             if future is not None:
                 if not future.done():
                     future.set_result(message)
@@ -328,9 +337,16 @@ class Proxy(CallHandling):
             _, reply = self._forwarded.pop(key, (None, self._to_client))
             if key == self._initialize_key or self.revision.stateless:
                 self.initialized.set()
+            asked = self.tasks.asked.pop(key, None)
+            if asked is not None:  # X12: may need the task's result first: not in this loop
+                self._spawn(self._task_answer(*asked, message, reply))
+                return
             if self._list_pages.pop(key, None) and self.config.audit_tools:
                 line = self._with_audit_tools(message) or line
             await reply(line)
+            return
+        if message is not None and message.get("method") == "notifications/tasks/status":
+            self._spawn(self._task_status(message))
             return
         if message is not None and message.get("method") == "notifications/tools/list_changed":
             self._tools_ready.clear()

@@ -1,0 +1,267 @@
+"""Task-augmented `tools/call` (2025-11-25 tasks, X12): judged by the task's result.
+
+A call with `params.task` is answered with a `CreateTaskResult` ("task created"), which says
+nothing about whether the tool ran. The attempt's outcome is the task's result: what the
+upstream answers to `tasks/result`, fetched by the client or, once the task has reached a
+terminal status (`tasks/get`, `tasks/cancel`, `notifications/tasks/status`), by the proxy
+itself. A fault answers in the shape the client asked for:
+
+- F2, F3, F5, chaos (nothing reaches the upstream): the proxy makes up a task of its own that
+  has failed with the fault's text; `tasks/get` shows it, `tasks/result` gives the fault's
+  result, `tasks/cancel` is refused as for any finished task.
+- F1 (the write runs): the upstream's task is passed on; when its result shows an execution,
+  the client is told the task failed with the timeout, and its result is the timeout.
+
+A mixin of `Proxy` (harness.proxy.router), like harness.proxy.calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from harness import jsonutil
+from harness.protocol import RELATED_TASK_KEY, TERMINAL_TASK_STATES
+from harness.proxy.batch import Reply
+from harness.proxy.messages import Message, UpstreamGone, error_body, id_key
+from harness.session import Ticket
+
+if TYPE_CHECKING:
+    from harness.proxy.router import Proxy
+
+TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/cancel"})
+DEFAULT_TTL_MS = 60_000
+POLL_INTERVAL_MS = 1_000
+
+
+@dataclass
+class TrackedTask:
+    """An upstream task that carries a judged attempt."""
+
+    ticket: Ticket
+    settled: bool = False  # the attempt's outcome is recorded
+    ghost: dict[str, Any] | None = None  # F1: the result the client gets instead of the real one
+    answered: bool = False  # the agent has learnt how the task ended (AnswerSent)
+    settling: asyncio.Task[None] | None = None
+
+
+@dataclass
+class MintedTask:
+    """A task the proxy made up to carry a fault's answer (nothing ran upstream)."""
+
+    task: dict[str, Any]
+    result: dict[str, Any]
+
+
+@dataclass
+class TaskBook:
+    """What the proxy knows of the tasks of one session."""
+
+    tracked: dict[str, TrackedTask] = field(default_factory=dict)
+    minted: dict[str, MintedTask] = field(default_factory=dict)
+    asked: dict[tuple[str, Any], tuple[str, str]] = field(default_factory=dict)  # id -> method, task
+    calls: dict[tuple[str, Any], Ticket] = field(default_factory=dict)  # task calls upstream
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _text(result: dict[str, Any]) -> str:
+    content = result.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        return str(content[0].get("text", ""))
+    return ""
+
+
+def _with_related(result: dict[str, Any], task_id: str) -> dict[str, Any]:
+    meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+    return {**result, "_meta": {**meta, RELATED_TASK_KEY: {"taskId": task_id}}}
+
+
+def task_id_of(params: Any) -> str | None:
+    task_id = params.get("taskId") if isinstance(params, dict) else None
+    return task_id if isinstance(task_id, str) else None
+
+
+class TaskHandling:
+    """The task half of the router."""
+
+    # -- a task-augmented call -------------------------------------------------------------
+
+    def _mint_task(self: Proxy, requested: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        """X12: a failed task of the proxy's own that carries `result`; its CreateTaskResult."""
+        self._own_ids += 1
+        task_id = f"agent-harness-task-{self._token}-{self._own_ids}"
+        now = _now()
+        ttl = requested.get("ttl")
+        task = {
+            "taskId": task_id,
+            "status": "failed",
+            "statusMessage": _text(result),
+            "createdAt": now,
+            "lastUpdatedAt": now,
+            "ttl": ttl if isinstance(ttl, int) and not isinstance(ttl, bool) else DEFAULT_TTL_MS,
+            "pollInterval": POLL_INTERVAL_MS,
+        }
+        self.tasks.minted[task_id] = MintedTask(task, _with_related(result, task_id))
+        return {"task": task}
+
+    def _task_created(self: Proxy, ticket: Ticket, answer: Message) -> None:
+        """The upstream answered a task-augmented call with a task: track it, no outcome yet."""
+        result = answer.get("result")
+        task = result.get("task") if isinstance(result, dict) else None
+        task_id = task_id_of(task)
+        if task_id is None:
+            return  # not a task after all (an upstream without tasks): judged as usual
+        self.session.task_created(ticket, task_id)
+        self.tasks.tracked[task_id] = TrackedTask(ticket)
+        if task.get("status") in TERMINAL_TASK_STATES:
+            self._settle_later(task_id)
+
+    async def _task_created_answer(self: Proxy, task_id: str, answer: Message, reply: Reply) -> None:
+        """Pass the CreateTaskResult on; a task that has already ended is settled first, so a
+        ghost (F1) reads as failed from its first answer on."""
+        result = answer.get("result")
+        status = result["task"].get("status")
+        if status not in TERMINAL_TASK_STATES:
+            await reply(answer.line)
+            return
+        await self._told_status(task_id, status, answer, "result", reply)
+
+    async def _told_status(
+        self: Proxy, task_id: str, status: str, message: Message, where: str, send: Reply
+    ) -> None:
+        """A terminal status of a tracked task reaches the client: settled, a ghost as failed.
+
+        `where` is the member that holds the Task: `result` (tasks/get, tasks/cancel), `params`
+        (notifications/tasks/status), or `result` with a `task` inside (CreateTaskResult).
+        """
+        tracked = self.tasks.tracked[task_id]
+        await self._settle(task_id)
+        if tracked.ghost is None or status != "completed":
+            self._task_told(tracked, is_error=status != "completed", source="upstream")
+            await send(message.line)
+            return
+        body = message.data or {}
+        holder = body[where]
+        inner = "task" in holder and isinstance(holder["task"], dict)
+        task = holder["task"] if inner else holder
+        failed = {**task, "status": "failed", "statusMessage": _text(tracked.ghost)}
+        holder = {**holder, "task": failed} if inner else failed
+        await send(jsonutil.dumps({**body, where: holder}).encode())
+        self._task_told(tracked, is_error=True, source="fault")
+
+    # -- the client asks about a task ---------------------------------------------------------
+
+    async def _task_request(self: Proxy, message: Message, rpc_id: Any, reply: Reply) -> bool:
+        """tasks/get, tasks/result, tasks/cancel: answered here for a minted task; noted for a
+        tracked one (its answer is read); True when the proxy answered it itself."""
+        method = message.get("method")
+        task_id = task_id_of(message.get("params"))
+        if task_id is None:
+            return False
+        minted = self.tasks.minted.get(task_id)
+        if minted is not None:
+            if method == "tasks/get":
+                await self._reply(rpc_id, minted.task, reply)
+            elif method == "tasks/result":
+                await self._reply(rpc_id, minted.result, reply)
+            else:  # as any receiver answers for a task that has finished
+                await reply(error_body(rpc_id, -32602, "Cannot cancel task in terminal status: "
+                                       f"{minted.task['status']}"))  # fmt: skip
+            return True
+        if task_id in self.tasks.tracked:
+            self.tasks.asked[id_key(rpc_id)] = (method, task_id)
+        return False
+
+    async def _task_answer(
+        self: Proxy, method: str, task_id: str, answer: Message, reply: Reply
+    ) -> None:
+        """The upstream answered the client's question about a tracked task."""
+        tracked = self.tasks.tracked[task_id]
+        result = answer.get("result")
+        if method == "tasks/result":
+            if not tracked.settled:
+                self._record_task_result(tracked, answer)
+            if tracked.ghost is not None and isinstance(result, dict):
+                await self._reply(answer.get("id"), _with_related(tracked.ghost, task_id), reply)
+                self._task_told(tracked, is_error=True, source="fault")
+                return
+            is_error = not isinstance(result, dict) or result.get("isError") is True
+            self._task_told(tracked, is_error=is_error, source="upstream")
+            await reply(answer.line)
+            return
+        # tasks/get, tasks/cancel: a Task, maybe in a terminal status
+        status = result.get("status") if isinstance(result, dict) else None
+        if status not in TERMINAL_TASK_STATES:
+            await reply(answer.line)
+            return
+        await self._told_status(task_id, status, answer, "result", reply)
+
+    async def _task_status(self: Proxy, message: Message) -> None:
+        """notifications/tasks/status of a tracked task: a terminal status is settled first."""
+        params = message.get("params")
+        task_id = task_id_of(params)
+        tracked = self.tasks.tracked.get(task_id) if task_id else None
+        status = params.get("status") if isinstance(params, dict) else None
+        if tracked is None or status not in TERMINAL_TASK_STATES:
+            await self._to_client(message.line)
+            return
+        await self._told_status(task_id, status, message, "params", self._to_client)
+
+    # -- the task's outcome ---------------------------------------------------------------
+
+    def _settle_later(self: Proxy, task_id: str) -> None:
+        tracked = self.tasks.tracked[task_id]
+        if tracked.settling is None and not tracked.settled:
+            tracked.settling = self._spawn(self._fetch_result(task_id))
+
+    async def _settle(self: Proxy, task_id: str) -> None:
+        """Make sure the attempt's outcome is recorded, asking the upstream if need be."""
+        tracked = self.tasks.tracked[task_id]
+        if tracked.settled:
+            return
+        self._settle_later(task_id)
+        assert tracked.settling is not None
+        await asyncio.shield(tracked.settling)
+
+    async def _fetch_result(self: Proxy, task_id: str) -> None:
+        tracked = self.tasks.tracked[task_id]
+        try:
+            answer = await self._ask_upstream("tasks/result", {"taskId": task_id})
+        except TimeoutError:
+            if not tracked.settled:
+                tracked.settled = True
+                self.session.upstream_failed(tracked.ticket, "timeout")
+            return
+        except UpstreamGone as gone:
+            if not tracked.settled:
+                tracked.settled = True
+                self.session.upstream_failed(tracked.ticket, gone.status, error=gone.detail)
+            return
+        if not tracked.settled:
+            self._record_task_result(tracked, answer)
+        self._report("running")
+
+    def _record_task_result(self: Proxy, tracked: TrackedTask, answer: Message) -> None:
+        tracked.settled = True
+        result = answer.get("result")
+        if isinstance(result, dict):
+            tracked.ghost = self.session.upstream_result(tracked.ticket, result)
+        else:
+            self.session.upstream_failed(tracked.ticket, "error", error=answer.get("error"))
+
+    def _task_told(self: Proxy, tracked: TrackedTask, *, is_error: bool, source: str) -> None:
+        if not tracked.answered:
+            tracked.answered = True
+            self.session.answered(tracked.ticket, is_error=is_error, source=source)
+            self._report("running")
+
+    def _settle_open_tasks(self: Proxy) -> None:
+        """X6: at the end, ask for the outcome of every task nobody asked about (bounded)."""
+        for task_id, tracked in self.tasks.tracked.items():
+            if not tracked.settled:
+                self._settle_later(task_id)
