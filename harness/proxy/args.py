@@ -457,7 +457,9 @@ def help_text() -> str:
         "unjudged: batch elements are judged one by one and answered as a batch; a tools/call",
         "without an id or with a null id, a request reusing the id of one in flight, and bytes",
         "that are not JSON are refused with a JSON-RPC error. The proxy's own requests follow",
-        "the client's protocol revision (2025-06-18, 2025-11-25, stateless 2026-07-28).",
+        "the client's protocol revision (2025-06-18, 2025-11-25, stateless 2026-07-28). A",
+        "task-augmented call is judged by its task's result; a fault on it answers as a task",
+        "that failed.",
         "",
         "Flags (as --flag value or --flag=value):",
     ]
