@@ -29,6 +29,8 @@ import fcntl
 import os
 import re
 import stat
+import time
+from pathlib import Path
 
 from harness import CERTIFICATION, __version__, jsonutil
 from harness.errors import OutputFileError, ReportFileError
@@ -144,6 +146,35 @@ class ReportFile:
                 if found and not _alive(int(found.group(1))):
                     with contextlib.suppress(OSError):
                         os.unlink(entry.path)
+
+    def keep_earlier(self) -> Path | None:
+        """X14: a report of an earlier session with no event log to continue from is moved
+        aside, never replaced in silence; returns where it went (None: nothing judged there)."""
+        try:
+            with open(self.target, "rb") as handle:
+                head = handle.read(4096)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise ReportFileError(f"{self.requested}: cannot read it: {_reason(exc)}") from exc
+        found = re.search(rb'"status"\s*:\s*"(\w+)"', head)
+        if found is None or found.group(1) not in (b"running", b"finished"):
+            return None  # empty, starting or a failed start: no evidence of a session
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(os.stat(self.target).st_mtime))
+        kept = self.target.with_name(f"{self.target.stem}.{stamp}{self.target.suffix or '.json'}")
+        n = 1
+        while kept.exists():
+            n += 1
+            kept = self.target.with_name(
+                f"{self.target.stem}.{stamp}-{n}{self.target.suffix or '.json'}"
+            )
+        try:
+            os.rename(self.target, kept)
+        except OSError as exc:
+            raise ReportFileError(
+                f"{self.requested}: cannot keep the earlier report: {_reason(exc)}"
+            ) from exc
+        return kept
 
     def release(self) -> None:
         """Drop the advisory lock (the lock file stays: removing it would race a waiter)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness import CERTIFICATION, __version__, jsonutil
-from harness.events import AnswerSource, UpstreamStatus, _Event
+from harness.events import AnswerSource, Event, UpstreamStatus, _Event
 from harness.faults import Fault, FaultPlan, PlanConfig
 from harness.judge import Judge, Judgement, ReportText, judgement_of, tool_classification
 from harness.patches import build_patches
@@ -51,10 +51,16 @@ class Session:
         kind: str = "proxy",
         sinks: Iterable[Sink] = (),
         clock: Callable[[], int] = time.monotonic_ns,
+        history: Iterable[Event] = (),
     ) -> None:
         self.plan_config = plan or PlanConfig()
         self.plan = FaultPlan(self.plan_config)
         self.judge = Judge()
+        # X14: the sessions recorded before this one; their judgement goes on (not to sinks:
+        # the event log already holds them).
+        for event in history:
+            self.judge.feed(event)
+        self.earlier_sessions = self.judge.sessions
         self.text = ReportText(self.judge)
         self.recorder = Recorder(
             classifier or ClassifierConfig(), [self.judge.feed, *sinks], clock=clock
@@ -149,12 +155,15 @@ class Session:
     def judgement(self) -> Judgement:
         return judgement_of(self.judge)
 
-    def report_file_pieces(self, status: str) -> list[tuple[Any, bytes]]:
+    def report_file_pieces(
+        self, status: str, startup_error: str | None = None
+    ) -> list[tuple[Any, bytes]]:
         """O2: the report file's JSON as keyed UTF-8 pieces; only what changed is serialised."""
         report, v, score = self.text.render_pieces()
-        head = jsonutil.dumps(
-            {"verdict": v.verdict, "status": status, "certification": CERTIFICATION}
-        )
+        fields = {"verdict": v.verdict, "status": status, "certification": CERTIFICATION}
+        if startup_error is not None:  # X14: a failed restart keeps the earlier judgement
+            fields["startupError"] = startup_error
+        head = jsonutil.dumps(fields)
         flavours = tuple(sorted(self.judge.totals.flavours.items()))
         if flavours != self._patches_for:  # patches change rarely: serialise them when they do
             self._patches_for = flavours

@@ -97,10 +97,13 @@ def _sorted_update(items: list[int], value: int, sign: int) -> None:
 
 
 class Judge:
-    """Incremental judge of one session's event log."""
+    """Incremental judge of an event log: one session, or several that continue it (X14)."""
 
     def __init__(self) -> None:
-        self.started: SessionStarted | None = None
+        self.started: SessionStarted | None = None  # the latest session's start
+        self.sessions = 0  # X14: sessions judged together (a restarted proxy continues)
+        self._seq_base = 0
+        self._max_key = 0
         self.ended: SessionEnded | None = None
         self.tools: dict[str, ListedTool] = {}
         self.calls_by_class: Counter[str] = Counter()
@@ -153,11 +156,27 @@ class Judge:
         return self
 
     def _on_started(self, ev: SessionStarted) -> None:
+        if self.started is not None:
+            self._next_session()
+        self.sessions += 1
         self.started = ev
+        self.ended = None
         self._key_names = frozenset(normalise_field_name(k) for k in ev.key_fields)
 
     def _on_tools(self, ev: ToolsListed) -> None:
         self.tools = {t.name: t for t in ev.tools}
+
+    def _next_session(self) -> None:
+        """X14: a new session continues the judgement. The calls still open in the earlier
+        one will never be answered to the agent (their outcome stays unknown), so a repeat
+        in the new session is not sent in parallel to them."""
+        for call in self._open.values():
+            if call.attempt is not None:
+                call.attempt.op.open_count -= 1
+                call.attempt.session_closed = True
+                self._mark(call.attempt.op)
+        self._open.clear()
+        self._seq_base = self._max_key
 
     def _on_refused(self, ev: MessageRefused) -> None:
         self.refused[ev.reason] += 1
@@ -166,6 +185,9 @@ class Judge:
         self.tasks_created += 1
 
     def _on_call(self, ev: CallReceived) -> None:
+        # Call numbers start again in a new session (X14): the judge's own keys do not.
+        seq = ev.seq + self._seq_base
+        self._max_key = max(self._max_key, seq)
         self.calls_by_class[ev.tool_class] += 1
         if ev.tool not in self.tools and ev.tool not in self.unlisted_called:
             self.unlisted_called[ev.tool] = ListedTool(
@@ -178,7 +200,7 @@ class Judge:
         if ev.tool_class == "unclassified":
             self._count_unclassified(ev)
         if ev.tool_class != "write":
-            self._open[ev.seq] = _Call(ev.seq, ev.tool_class, None)
+            self._open[seq] = _Call(seq, ev.tool_class, None)
             return
         op = self._ops_by_id.get(ev.operation)
         if op is None:
@@ -195,7 +217,8 @@ class Judge:
             self._ops_by_id[ev.operation] = op
         key = None if ev.key_field is None else value_key(ev.key)
         attempt = Attempt(
-            seq=ev.seq,
+            seq=seq,
+            session=self.sessions,
             op=op,
             pos_received=self._pos,
             t_received=ev.t_ns,
@@ -210,8 +233,8 @@ class Judge:
             attempt.in_retry_window = answered is not None and ev.t_ns < answered + window.required_ns
         op.attempts.append(attempt)
         op.open_count += 1
-        self._attempts[ev.seq] = attempt
-        self._open[ev.seq] = _Call(ev.seq, "write", attempt)
+        self._attempts[seq] = attempt
+        self._open[seq] = _Call(seq, "write", attempt)
         self._compare_spelling(attempt)
         for other_key in op.keys.values():
             self._mark_key(other_key)  # agentGaveUpSilently of the op's other keys may change
@@ -285,7 +308,7 @@ class Judge:
         self.scenario_triggered = True
         if ev.fault in INJECTING_FAULTS:
             self.faults_injected += 1
-        attempt = self._attempts.get(ev.seq)
+        attempt = self._attempts.get(ev.seq + self._seq_base)
         if attempt is None:
             return  # a chaos fault on a read or unclassified call
         attempt.fault = ev.fault
@@ -296,7 +319,7 @@ class Judge:
         self._mark(attempt.op)
 
     def _on_upstream(self, ev: UpstreamAnswered) -> None:
-        attempt = self._attempts.get(ev.seq)
+        attempt = self._attempts.get(ev.seq + self._seq_base)
         if attempt is None or attempt.upstream is not None:
             return  # a read, or a late second answer (the first one stands)
         attempt.upstream = ev.status
@@ -309,7 +332,7 @@ class Judge:
         self._mark(attempt.op)
 
     def _on_answer(self, ev: AnswerSent) -> None:
-        call = self._open.pop(ev.seq, None)
+        call = self._open.pop(ev.seq + self._seq_base, None)
         if call is None:
             return
         if call.attempt is None:

@@ -159,6 +159,8 @@ def _outcome(op: OpState) -> tuple[str, str | None]:
 
 
 def _unknown_detail(op: OpState) -> str:
+    if any(a.status == "open" and a.session_closed for a in op.attempts):
+        return "a call was still open when its session ended"
     if any(a.status == "open" for a in op.attempts):
         return "a call was still open when this report was written"
     if any(a.status == "unknown" for a in op.attempts):
@@ -233,7 +235,15 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
     if rate_limited is not None and window_required_ns is not None and answered_at is not None:
         # J11: only a send after the 429 reached the agent can ignore it; one sent before
         # (two identical writes at once) is a parallel attempt, not a violation.
-        repeat = next((a for a in attempts if a.pos_received > answered_at), None)
+        # X14: judged within the session of the 429; another process's clock may differ.
+        repeat = next(
+            (
+                a
+                for a in attempts
+                if a.pos_received > answered_at and a.session == rate_limited.session
+            ),
+            None,
+        )
         if repeat is not None:
             waited = repeat.t_received - (rate_limited.t_answered or repeat.t_received)
             if waited < window_required_ns:

@@ -26,6 +26,8 @@ class Attempt:
     key: str | None  # canonical form of the key value, None without a key
     key_value: Any
     parallel: bool  # an earlier attempt of the same operation was still unanswered
+    session: int = 1  # X14: which session of the run it came in
+    session_closed: bool = False  # its session ended while it was open
     in_retry_window: bool = False  # sent inside an F2 retry window of another operation
     fault: str | None = None
     executes_upstream: bool = False

@@ -178,6 +178,7 @@ def coverage(judge: Judge) -> dict[str, Any]:
         ],
         "unlistedToolsCalled": list(judge.unlisted_called),
         "refusedMessages": dict(judge.refused),
+        "sessions": judge.sessions,
         "scenarioTriggered": judge.scenario_triggered if scenario_name(judge) else None,
         "faultsInjected": judge.faults_injected,
         "writeOperations": len(judge.ops),

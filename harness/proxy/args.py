@@ -83,9 +83,11 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--audit-tools", "on|off", "Offer harness__get_report and harness__get_score to the "
          "agent (default on; use off for a real measurement)."),
     Flag("--report-file", "PATH", "Keep report, score and patches as JSON in this file: current "
-         "before every upstream call and every answer, replaced atomically."),
+         "before every upstream call and every answer, replaced atomically. Without "
+         "--event-log the events go to PATH.events.jsonl beside it."),
     Flag("--event-log", "PATH", "Append every event as a JSON line (re-judge it later with "
-         "`agent-harness judge PATH`)."),
+         "`agent-harness judge PATH`). A proxy started on a log that holds earlier sessions "
+         "continues their judgement: the report judges every session in it."),
     Flag("--upstream-timeout", "S", "Seconds to wait for an upstream answer (default 60); then "
          "the attempt's outcome is unknown."),
     Flag("--max-message-bytes", "N", f"Largest JSON-RPC message in either direction (default "

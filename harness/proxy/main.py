@@ -14,15 +14,16 @@ from typing import Any
 from harness import __version__
 from harness.errors import (
     ConfigError,
+    EventLogError,
     OutputFileError,
     ReportFileError,
     UpstreamError,
     UsageError,
 )
-from harness.events import _Event, to_json
 from harness.http import headers as http_headers
-from harness.outfile import Target, open_append, resolve, same_file
+from harness.outfile import Target, resolve, same_file
 from harness.proxy.args import ProxyConfig, help_text, parse
+from harness.proxy.eventlog import EventLogFile
 from harness.proxy.router import Proxy
 from harness.reportfile import ReportFile
 from harness.session import Session
@@ -30,6 +31,8 @@ from harness.textsafe import terminal
 from harness.transport import UpstreamProcess, stdio_lines
 
 Upstream = Any  # an UpstreamProcess or an HttpUpstream: reader, writer, describe_exit, close
+# With --report-file and no --event-log, the event log lives beside the report (X14).
+SIDECAR_SUFFIX = ".events.jsonl"
 
 
 def log(message: str) -> None:
@@ -37,50 +40,6 @@ def log(message: str) -> None:
     the upstream said in it (tool names, errors) cannot drive the terminal (V6)."""
     with contextlib.suppress(OSError):
         print(f"[agent-harness] {terminal(message)}", file=sys.stderr, flush=True)
-
-
-class _EventLogFile:
-    """Appends every event as a JSON line, written at once (a killed proxy loses nothing).
-
-    A write that fails (a full disk) is treated like a failed report-file write (O4): the
-    half-written line is cut off again, the proxy is stopped through `on_failure`, and this
-    sink raises from then on, so no call that records an event after it gets an answer.
-    """
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        try:
-            self.fd = open_append(path, "event log")  # V1
-        except OutputFileError as exc:
-            raise ReportFileError(str(exc)) from None
-        self.size = os.fstat(self.fd).st_size  # the end of the last whole line
-        self.failed: ReportFileError | None = None
-        self.on_failure: Callable[[ReportFileError], None] = lambda exc: None
-
-    def __call__(self, event: _Event) -> None:
-        if self.failed is None:
-            # A lone surrogate in a string becomes its JSON escape: the line stays UTF-8.
-            line = (to_json(event) + "\n").encode("utf-8", "backslashreplace")
-            try:
-                view = memoryview(line)
-                while view:
-                    view = view[os.write(self.fd, view) :]
-                self.size += len(line)
-                return
-            except OSError as exc:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(self.fd, self.size)
-                self.failed = ReportFileError(
-                    f"{self.path}: cannot write the event log: {exc.strerror or exc}"
-                )
-                self.on_failure(self.failed)
-        raise self.failed
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = -1
 
 
 def main(argv: list[str]) -> int:
@@ -106,18 +65,25 @@ def main(argv: list[str]) -> int:
 async def serve(config: ProxyConfig) -> int:
     """Start the upstream, proxy stdio until the session ends, shut everything down."""
     report: ReportFile | None = None
-    event_log: _EventLogFile | None = None
+    event_log: EventLogFile | None = None
     try:
-        checked = _check_outputs(config)
+        log_path = event_log_path(config)
+        checked = _check_outputs(config, log_path)
         if config.report_file is not None:
-            report = ReportFile(config.report_file, checked)
-            report.write_starting()
-        if config.event_log is not None:
-            event_log = _EventLogFile(config.event_log)
+            report = ReportFile(config.report_file, checked)  # the lock first: then its log
+        if log_path is not None:
+            event_log = EventLogFile(log_path)
+            if event_log.cut:
+                log(f"WARNING: {log_path}: cut off an incomplete last event ({event_log.cut} bytes)")
         session = Session(
-            config.classifier, config.plan, kind="proxy", sinks=[event_log] if event_log else []
+            config.classifier,
+            config.plan,
+            kind="proxy",
+            sinks=[event_log] if event_log else [],
+            history=event_log.history() if event_log else (),
         )
-    except ReportFileError as exc:
+        _announce_history(session, report, log_path)
+    except (ReportFileError, EventLogError) as exc:
         if report is not None:
             report.release()
         if event_log is not None:
@@ -128,7 +94,7 @@ async def serve(config: ProxyConfig) -> int:
         open_upstream = upstream_opener(config)
         upstream = await open_upstream()
     except UpstreamError as exc:
-        return _startup_failed(report, str(exc), event_log)
+        return _startup_failed(report, str(exc), event_log, session)
     if config.listen is not None:
         from harness.proxy.listening import serve_listening
 
@@ -159,7 +125,7 @@ async def serve(config: ProxyConfig) -> int:
         log(f"ERROR: {exc}; stopping. Do not trust the verdict in the report file.")
         code = 1
     except (UpstreamError, ConfigError) as exc:
-        code = _startup_failed(report, str(exc), None)
+        code = _startup_failed(report, str(exc), None, session)
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
@@ -170,6 +136,38 @@ async def serve(config: ProxyConfig) -> int:
         if report is not None:
             report.release()
     return code
+
+
+def event_log_path(config: ProxyConfig) -> str | None:
+    """--event-log, or beside the report file: the record a restarted proxy continues (X14)."""
+    if config.event_log is not None:
+        return config.event_log
+    if config.report_file is not None:
+        return f"{config.report_file}{SIDECAR_SUFFIX}"
+    return None
+
+
+def _announce_history(session: Session, report: ReportFile | None, log_path: str | None) -> None:
+    """X14: say that the judgement goes on, or keep an earlier report there is no record of."""
+    earlier = session.earlier_sessions
+    if earlier:
+        log(
+            f"continuing the judgement of {earlier} earlier session"
+            f"{'s' if earlier > 1 else ''} recorded in {log_path}; delete it (and the report) "
+            "for a fresh start"
+        )
+    elif report is not None:
+        kept = report.keep_earlier()
+        if kept is not None:
+            log(
+                f"WARNING: {report.requested} held the report of an earlier session without an "
+                f"event log to continue from; it was kept as {kept}"
+            )
+    if report is not None:
+        if earlier:
+            report.write_pieces(session.report_file_pieces("starting"))
+        else:
+            report.write_starting()
 
 
 def upstream_opener(config: ProxyConfig) -> Callable[[], Awaitable[Upstream]]:
@@ -203,11 +201,11 @@ def upstream_opener(config: ProxyConfig) -> Callable[[], Awaitable[Upstream]]:
     return connect
 
 
-def _check_outputs(config: ProxyConfig) -> Target | None:
+def _check_outputs(config: ProxyConfig, log_path: str | None) -> Target | None:
     """V1 for both files; the same file for both is refused (the log would be lost)."""
     try:
         report = resolve(config.report_file, "report file") if config.report_file else None
-        events = resolve(config.event_log, "event log") if config.event_log else None
+        events = resolve(log_path, "event log") if log_path else None
     except OutputFileError as exc:
         raise ReportFileError(str(exc)) from None
     if report is not None and events is not None and same_file(report, events):
@@ -226,12 +224,18 @@ def _stop_for(proxy: Proxy, exc: ReportFileError) -> None:
 
 
 def _startup_failed(
-    report: ReportFile | None, message: str, event_log: _EventLogFile | None
+    report: ReportFile | None,
+    message: str,
+    event_log: EventLogFile | None,
+    session: Session | None = None,
 ) -> int:
     log(f"ERROR: {message}")
     if report is not None:
         with contextlib.suppress(ReportFileError):
-            report.write_startup_error(message)
+            if session is not None and session.earlier_sessions:  # X14: keep what was judged
+                report.write_pieces(session.report_file_pieces("failed", startup_error=message))
+            else:
+                report.write_startup_error(message)
         report.release()
     if event_log is not None:
         event_log.close()
