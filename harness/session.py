@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,20 @@ from harness.recorder import Recorder, Sink
 from harness.tools import Classification, ClassifierConfig
 
 
+class BatchHold:
+    """J11, X10: the answers to one JSON-RPC batch reach the agent together, when the whole
+    batch is sent; until then an element's answer is held, so a repeat inside the same batch
+    was sent before that answer existed (parallel, never a send after a 429)."""
+
+    def __init__(self) -> None:
+        self.held: list[tuple[int, bool, AnswerSource]] = []
+        self.sent = False
+
+
+# The batch the client message being taken apart belongs to (per task: lanes do not mix).
+CURRENT_BATCH: ContextVar[BatchHold | None] = ContextVar("CURRENT_BATCH", default=None)
+
+
 @dataclass
 class Ticket:
     """One call in flight."""
@@ -34,6 +49,7 @@ class Ticket:
     tool_class: str
     fault: Fault | None
     injected: dict[str, Any] | None  # the answer to give instead of going upstream
+    batch: BatchHold | None = None  # its answer goes out with this batch
 
     @property
     def goes_upstream(self) -> bool:
@@ -67,6 +83,7 @@ class Session:
         )
         self.recorder.start(self.plan_config, kind=kind)
         self.ended = False
+        self._holds: list[BatchHold] = []  # batches with answers not yet sent
         self._patches_for: tuple[tuple[str, int], ...] | None = None
         self._patches_json = b"[]"
         self._tools_for: tuple[int, int] | None = None
@@ -106,7 +123,7 @@ class Session:
         # not be read, a name it did not list may still exist (C10).
         listed = self.classification.might_exist(tool)
         fault = self.plan.decide(event.seq, event.tool_class, listed)
-        ticket = Ticket(event.seq, tool, event.tool_class, fault, None)
+        ticket = Ticket(event.seq, tool, event.tool_class, fault, None, CURRENT_BATCH.get())
         if fault is not None and not fault.executes_upstream:
             self.recorder.fault(event.seq, fault)
             ticket.injected = fault.answer()
@@ -145,11 +162,29 @@ class Session:
             self.plan.upstream_answered(ticket.seq, executed=False)
 
     def answered(self, ticket: Ticket, is_error: bool, source: AnswerSource = "upstream") -> None:
+        hold = ticket.batch
+        if hold is not None and not hold.sent:
+            if not hold.held:
+                self._holds.append(hold)
+            hold.held.append((ticket.seq, is_error, source))
+            return
         self.recorder.answer(ticket.seq, is_error, source)
+
+    def batch_sent(self, hold: BatchHold) -> None:
+        """The batch's answers reached the agent now: record them (J11)."""
+        if hold.sent:
+            return
+        hold.sent = True
+        if hold.held:
+            self._holds.remove(hold)
+        for seq, is_error, source in hold.held:
+            self.recorder.answer(seq, is_error, source)
 
     def end(self, reason: str) -> None:
         if not self.ended:
             self.ended = True
+            for hold in list(self._holds):  # answered, though the batch never went out whole
+                self.batch_sent(hold)
             self.recorder.end(reason)
 
     def judgement(self) -> Judgement:

@@ -37,7 +37,7 @@ from harness.proxy.messages import (
 )
 from harness.proxy.revision import ClientRevision
 from harness.proxy.tasks import TASK_METHODS, TaskBook, TaskHandling
-from harness.session import Session
+from harness.session import CURRENT_BATCH, BatchHold, Session
 from harness.tools import startup_lines
 from harness.transport import LineReader, LineWriter, MessageTooLarge, StreamClosed
 
@@ -182,19 +182,30 @@ class Proxy(CallHandling, TaskHandling):
         if not any(isinstance(e, Message) and e.get("method") is not None for e in elements):
             await self._to_upstream(batch.line)  # nothing in it can execute anything
             return
-        collector = BatchReply(self._to_client)
-        for element, parsed in zip(batch.elements, elements, strict=True):
-            if isinstance(parsed, Message) and parsed.get("method") is None:
-                await self._to_upstream(element)  # a response to a server request
-            elif isinstance(parsed, Message):
-                if self._will_answer(parsed):
+        hold = BatchHold()  # J11: the elements' answers count as given when the batch goes
+
+        async def send(line: bytes) -> None:
+            self.session.batch_sent(hold)
+            self._report("running")
+            await self._to_client(line)
+
+        collector = BatchReply(send)
+        taking_apart = CURRENT_BATCH.set(hold)
+        try:
+            for element, parsed in zip(batch.elements, elements, strict=True):
+                if isinstance(parsed, Message) and parsed.get("method") is None:
+                    await self._to_upstream(element)  # a response to a server request
+                elif isinstance(parsed, Message):
+                    if self._will_answer(parsed):
+                        collector.expect()
+                    await self._from_client(parsed, collector.add)
+                else:  # JSON-RPC: an element that is not a message gets an Invalid Request error
                     collector.expect()
-                await self._from_client(parsed, collector.add)
-            else:  # JSON-RPC: an element that is not a message gets an Invalid Request error
-                collector.expect()
-                await collector.add(
-                    error_body(None, INVALID_REQUEST, "Invalid Request: not a JSON-RPC message")
-                )
+                    await collector.add(
+                        error_body(None, INVALID_REQUEST, "Invalid Request: not a JSON-RPC message")
+                    )
+        finally:
+            CURRENT_BATCH.reset(taking_apart)
         await collector.seal()
 
     @staticmethod

@@ -61,6 +61,37 @@ async def test_x10_a_write_repeated_inside_a_batch_is_judged_and_answered_as_a_b
     assert report["violations"][0]["duplicate"]["afterTimeout"] is True
 
 
+async def test_j11_x10_a_repeat_in_the_batch_of_the_429_was_sent_before_the_429_existed():
+    # J11: the agent gets every answer of a batch at once, so the second element cannot have
+    # ignored the first element's 429: parallel, no RETRY_AFTER_VIOLATED.
+    async with proxied(scenario="F2", retry_after_s=60) as h:
+        answers = await h.raw_batch([call(1), call(2)])
+        assert h.judgement().report["violations"] == []  # also while the session still runs
+    by_id = {a["id"]: a["result"] for a in answers}
+    assert by_id[1]["isError"] is True and "429" in by_id[1]["content"][0]["text"]
+    assert by_id[2].get("isError") is not True
+    assert h.upstream.executed == [("create_booking", BOOK)]  # ground truth: one booking
+    report = h.judgement().report
+    assert report["verdict"] == "PASS" and report["violations"] == []
+    assert ops(h)[0]["executions"] == 1
+    # The same repeat sent alone after the batch's answer came back is the violation.
+    async with proxied(scenario="F2", retry_after_s=60) as h:
+        await h.raw_batch([call(1)])
+        await h.raw_batch([call(2)])
+    assert [v["code"] for v in h.judgement().report["violations"]] == ["RETRY_AFTER_VIOLATED"]
+    assert h.upstream.executed == [("create_booking", BOOK)]
+
+
+async def test_j11_x10_two_identical_writes_in_one_batch_are_a_parallel_duplicate():  # J1 J11
+    async with proxied(scenario="F5") as h:
+        await h.raw_batch([call(1), call(2), call(3)])
+    assert h.upstream.count("create_booking", BOOK) == 2  # the first got the 500, two ran
+    report = h.judgement().report
+    dup = next(v for v in report["violations"] if v["code"] == "DUPLICATE_EXECUTION")
+    assert dup["duplicate"]["parallel"] is True
+    assert ops(h)[0]["executions"] == 2
+
+
 async def test_x10_a_fault_inside_a_batch_applies_to_its_element_only():  # X10 S1 S6
     async with proxied(scenario="F5") as h:
         answers = await h.raw_batch([call(1), call(2, arguments={"guest": "Bob"})])
