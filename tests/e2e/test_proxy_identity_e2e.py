@@ -46,3 +46,27 @@ async def test_k4_k5_a_repeat_in_another_spelling_is_the_same_booking_executed_t
     assert op["executions"] == 2 and op["arguments"]["room_type"] == "standard"
     [violation] = report["report"]["violations"]
     assert violation["duplicate"]["keyUse"] == key_use
+
+
+@pytest.mark.parametrize(
+    "repeat",
+    [
+        {**BOOK, "guest": BOOK["guest"].upper()},  # letter case
+        {**BOOK, "nights": "2"},  # a number as a string
+    ],
+    ids=["case", "number-as-string"],
+)
+async def test_j10_a_respelled_repeat_without_any_fault_is_a_possible_duplicate_observation(
+    agent_harness_bin, tmp_path, repeat
+):
+    first = {**BOOK, "nights": 2} if "nights" in repeat else BOOK
+    async with proxy_session(agent_harness_bin, tmp_path, "--audit-tools", "off") as run:
+        await run.client.call_tool("create_booking", first)
+        await run.client.call_tool("create_booking", repeat)
+    executed = [e for e in run.truth_entries() if e.get("tool") == "create_booking"]
+    assert len(executed) == 2  # ground truth: two bookings, no fault in between
+    report = run.report()["report"]
+    [seen] = [o for o in report["observations"]
+              if o["code"] == "POSSIBLE_DUPLICATE_DIFFERENT_ARGUMENTS"]  # fmt: skip
+    assert (seen["earlierAttempt"], seen["thisAttempt"]) == ("executed", "executed")
+    assert sum(o["executions"] for o in report["operations"]) == 2
