@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
@@ -9,7 +10,14 @@ from typing import Any
 from runner.spec._base import canonical_json, did_you_mean
 from runner.spec._experiment import ExperimentSpec
 from runner.spec._locate import Loc
-from runner.spec._models import OTHER_KNOWN_PARAMS, RESERVED_PARAMS, ModelParams
+from runner.spec._models import (
+    ENV_REF,
+    OTHER_KNOWN_PARAMS,
+    RESERVED_PARAMS,
+    SECRET_PARAMS,
+    ModelParams,
+)
+from runner.spec._providers import known_providers
 
 Problem = tuple[Loc, str]
 
@@ -52,10 +60,23 @@ def _dimensions(spec: ExperimentSpec) -> Iterator[Problem]:
 _KNOWN_PARAMS = [*ModelParams.model_fields, *OTHER_KNOWN_PARAMS]
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def _params(spec: ExperimentSpec) -> Iterator[Problem]:
     given = [(("models", i, "params"), m.params) for i, m in enumerate(spec.models)]
     given.append((("honesty", "params"), spec.honesty.params))
     for where, params in given:
+        for key, value in params.as_kwargs().items():
+            loc = (*where, key)
+            if isinstance(value, str) and value.startswith(ENV_REF):
+                if not _ENV_NAME.fullmatch(value[len(ENV_REF) :]):
+                    yield loc, f"{value!r}: expected {ENV_REF}NAME with a variable name"
+            elif key in SECRET_PARAMS:
+                yield loc, (
+                    f"never write a key into a spec: use {ENV_REF}NAME (litellm's reference to "
+                    "an environment variable, read when the model is called)"
+                )
         for key in params.model_extra or {}:
             loc = (*where, key)
             if key in RESERVED_PARAMS:
@@ -63,6 +84,29 @@ def _params(spec: ExperimentSpec) -> Iterator[Problem]:
             elif key not in OTHER_KNOWN_PARAMS and (hint := did_you_mean(key, _KNOWN_PARAMS, 0.8)):
                 # Unknown names go to the provider unchecked; a near miss is almost surely a typo.
                 yield loc, f"unknown parameter{hint}"
+
+
+def _providers(spec: ExperimentSpec) -> Iterator[Problem]:
+    """L2: a provider litellm does not know fails here, not in every run."""
+    models = [(("models", i), m.name, m.params) for i, m in enumerate(spec.models)]
+    if "/" in spec.honesty.judge:  # `deterministic` needs no model
+        models.append((("honesty",), spec.honesty.judge, spec.honesty.params))
+    field = {"models": "name", "honesty": "judge"}
+    for where, name, params in models:
+        given = params.as_kwargs().get("custom_llm_provider")
+        if isinstance(given, str):
+            loc, prefix = (*where, "params", "custom_llm_provider"), given
+        elif "/" in name:
+            loc, prefix = (*where, field[str(where[0])]), name.split("/", 1)[0]
+        else:
+            continue  # litellm infers a bare name's provider from its model list
+        known = known_providers()
+        if prefix not in known:
+            hint = did_you_mean(prefix, known, 0.75) or (
+                "; litellm names a model provider/model, e.g. openai/NAME for any "
+                "OpenAI-compatible server (with api_base)"
+            )
+            yield loc, f"unknown litellm provider {prefix!r}{hint}"
 
 
 def _combinations(spec: ExperimentSpec) -> Iterator[Problem]:
@@ -111,4 +155,4 @@ def _pairings(spec: ExperimentSpec) -> Iterator[Problem]:
 
 def check(spec: ExperimentSpec) -> list[Problem]:
     """Every problem of a spec that validated, as (location, message)."""
-    return [*_dimensions(spec), *_params(spec), *_combinations(spec)]
+    return [*_dimensions(spec), *_params(spec), *_providers(spec), *_combinations(spec)]

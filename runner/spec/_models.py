@@ -56,13 +56,19 @@ RESERVED_PARAMS = {
     "tools": "the tools come from the upstream",
     "stream": "the runner does not stream",
     "seed": "the runner passes a per-run seed derived from the top-level `seed`",
-    "api_key": "keep keys out of spec files: set the provider's environment variable",
+    # L2: the runner's retries are the only retries, so `model_timeout_s` bounds a whole call.
+    "max_retries": "the runner retries model calls itself: use the spec's `retry:`",
+    "num_retries": "the runner retries model calls itself: use the spec's `retry:`",
 }
+# A key is never written into a spec: only a reference to an environment variable (litellm's
+# notation), which the runner reads at call time and the store keeps as the reference (V3).
+ENV_REF = "os.environ/"
+SECRET_PARAMS = ("api_key",)
 # Further litellm parameters, known so that a near-miss of one is reported as a typo.
 OTHER_KNOWN_PARAMS = (
     "top_k stop n presence_penalty frequency_penalty logit_bias user response_format tool_choice "
     "parallel_tool_calls logprobs top_logprobs extra_headers extra_body base_url drop_params "
-    "num_retries reasoning_effort thinking custom_llm_provider keep_alive num_ctx"
+    "reasoning_effort thinking custom_llm_provider keep_alive num_ctx api_key"
 ).split()
 
 
