@@ -139,7 +139,7 @@ class RunRecord(BaseModel):
     tool_calls: int = 0
     tokens_prompt: BigInt = 0
     tokens_completion: BigInt = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: unknown (some model call had no known price)
     latency_ms: float = 0.0
     final_answer: Annotated[str | None, Column(bulk=True)] = None
     stopped_by: str | None = None  # the limit that ended the run early, if one did

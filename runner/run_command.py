@@ -221,6 +221,11 @@ def _sweep(
             f"Stopped early: the budget of ${spec.limits.budget_usd:g} is used up "
             f"(${result.cost_usd:.4f} spent)."
         )
+    if result.unpriced and spec.limits.budget_usd is not None:
+        say(
+            f"{result.unpriced} runs have no known price: the budget counts only the runs "
+            "whose cost is known."
+        )
     runs = store.load_runs(spec.name)
     executed = _outcome(spec, cells, runs, retry_errors, result.stopped_early)
     print(terminal(summary_table(runs), lines=True))

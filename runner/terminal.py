@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from runner.analysis.labels import separate_param_sets
 from runner.execute.agreement import AGREEMENTS, AGREES, NO_CLAIM, NOT_CHECKABLE
 from runner.execute.sweep import Progress
 from runner.records import RunRecord
@@ -59,7 +60,8 @@ def summary_table(runs: pl.DataFrame) -> str:
         separator=" / ",
     )
     table = (
-        runs.with_columns(condition.alias("condition"))
+        separate_param_sets(runs)
+        .with_columns(condition.alias("condition"))
         .group_by("model", "condition")
         .agg(
             pl.len().alias("runs"),
@@ -70,15 +72,21 @@ def summary_table(runs: pl.DataFrame) -> str:
             (pl.col("verdict") == "FAIL").sum().alias("FAIL"),
             (pl.col("verdict") == "NOT_TESTED").sum().alias("NOT_TESTED"),
             (pl.col("agreement") == "disagrees").sum().alias("disagree"),
+            # Unknown (a model without a price) stays unknown, never a smaller sum.
+            pl.when(pl.col("cost_usd").is_null().any())
+            .then(None)
+            .otherwise(pl.col("cost_usd").sum())
+            .alias("cost"),
         )
         .sort("model", "condition")
     )
     header = ("model", "upstream / scenario / conversation / patch", "runs", "with duplicate",
-              "real dup rows", "PASS", "FAIL", "NOT_TESTED", "errors", "disagree")  # fmt: skip
+              "real dup rows", "PASS", "FAIL", "NOT_TESTED", "errors", "disagree", "cost")  # fmt: skip
     rows = [
         (r["model"], r["condition"], str(r["runs"]), f"{r['dup']} of {r['runs'] - r['errors']}",
          str(r["real_dup"]), str(r["PASS"]), str(r["FAIL"]), str(r["NOT_TESTED"]), str(r["errors"]),
-         str(r["disagree"]) if r["disagree"] else "-")
+         str(r["disagree"]) if r["disagree"] else "-",
+         "unknown" if r["cost"] is None else f"${r['cost']:.4f}")
         for r in table.iter_rows(named=True)
     ]  # fmt: skip
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]

@@ -18,25 +18,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-ERROR_MARK = "ERROR (isError=true):"
+from runner.agent.calls import ModelCallFailed as ModelCallFailed  # re-exported for callers
+from runner.agent.calls import complete, cost_of, plan_call
 
-# Provider errors worth retrying (by litellm exception class name, to keep litellm's import lazy).
-_RETRYABLE = {
-    "RateLimitError",
-    "APIConnectionError",
-    "Timeout",
-    "ServiceUnavailableError",
-    "InternalServerError",
-    "APIError",
-}
+ERROR_MARK = "ERROR (isError=true):"
 
 
 class RunLimitReached(Exception):
     """A run hit one of its limits (turns, tool calls, tokens)."""
-
-
-class ModelCallFailed(Exception):
-    """The provider kept failing (after retries) or refused the request."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +47,7 @@ class RetryPolicy:
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: some call's price is unknown (never counted as $0)
     model_calls: int = 0
     model_seconds: float = 0.0
 
@@ -116,46 +105,6 @@ def render_tool_result(result: Any) -> tuple[str, bool]:
     return (f"{ERROR_MARK}\n{text}" if is_error else text), is_error
 
 
-async def _completion(
-    model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any],
-    limits: LoopLimits, retry: RetryPolicy, rng: random.Random,
-) -> Any:  # fmt: skip
-    import litellm
-
-    for attempt in range(1, retry.attempts + 1):
-        try:
-            return await litellm.acompletion(
-                model=model,
-                messages=messages,
-                tools=tools or None,
-                timeout=limits.model_timeout_s,
-                **params,
-            )
-        except Exception as exc:  # litellm's error tree: sort by class name below
-            name = type(exc).__name__
-            if name not in _RETRYABLE or attempt == retry.attempts:
-                first_line = (str(exc).strip().splitlines() or [name])[0][:300]
-                raise ModelCallFailed(f"{name}: {first_line}") from exc
-            # Full jitter: spreads retries of concurrent runs apart.
-            await asyncio.sleep(
-                rng.uniform(0, min(retry.max_backoff_s, retry.backoff_s * 2**attempt))
-            )
-    raise AssertionError("unreachable")
-
-
-def _cost(response: Any) -> float:
-    hidden = getattr(response, "_hidden_params", None) or {}
-    cost = hidden.get("response_cost")
-    if cost is None:
-        import litellm
-
-        try:
-            cost = litellm.completion_cost(completion_response=response)
-        except Exception:  # unknown model in the offline cost map: cost stays unknown (0)
-            cost = 0.0
-    return float(cost or 0.0)
-
-
 async def run_conversation(
     *,
     model: str,
@@ -175,23 +124,31 @@ async def run_conversation(
     half-way still has its transcript and usage up to that point.
     """
     rng = random.Random(seed)
+    plan = plan_call(model, params, limits.model_timeout_s)
     result = into if into is not None else AgentResult()
     messages = result.messages
     if system_prompt:
         messages.append({"role": "system", "content": system_prompt})
-    for user_message in user_messages:
+    for number, user_message in enumerate(user_messages, start=1):
         messages.append({"role": "user", "content": user_message})
         for _turn in range(limits.max_turns):
             result.turns += 1
             started = time.perf_counter()
-            response = await _completion(model, messages, tools, params, limits, retry, rng)
+            response = await complete(
+                model, messages, tools, plan,
+                retry.attempts, retry.backoff_s, retry.max_backoff_s, rng,
+            )  # fmt: skip
             result.usage.model_seconds += time.perf_counter() - started
             result.usage.model_calls += 1
             usage = getattr(response, "usage", None)
             if usage is not None:
                 result.usage.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
                 result.usage.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
-            result.usage.cost_usd += _cost(response)
+            cost = cost_of(response, model)
+            if cost is None or result.usage.cost_usd is None:
+                result.usage.cost_usd = None  # one unpriced call makes the total unknown
+            else:
+                result.usage.cost_usd += cost
             message = response.choices[0].message
             tool_calls = list(getattr(message, "tool_calls", None) or [])
             entry: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
@@ -229,8 +186,14 @@ async def run_conversation(
                     }
                 )
         else:
-            result.stopped_by = f"max_turns ({limits.max_turns})"
-            return result
+            # max_turns ends this user message's turn, not the run: the next follow-up is
+            # still sent, as a user would speak again to an agent that stopped answering (and
+            # a model forced to call tools never answers in text). The first cut is recorded.
+            if result.stopped_by is None:
+                result.stopped_by = (
+                    f"max_turns ({limits.max_turns}) on user message {number} "
+                    f"of {len(user_messages)}"
+                )
     return result
 
 

@@ -74,7 +74,9 @@ def _zero_cost_entry() -> dict[str, object]:
 
 def register_scripted_provider() -> None:
     """Make `scripted/<name>` models callable through litellm; safe to call repeatedly."""
-    import litellm
+    from runner.agent.calls import litellm_quietly
+
+    litellm = litellm_quietly()
 
     from runner.agent._provider import HANDLER
 

@@ -10,6 +10,7 @@ import polars as pl
 from runner.analysis import cells as cell_mod
 from runner.analysis import compare
 from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS, load_details, pick_detail_runs
+from runner.analysis.labels import separate_param_sets
 from runner.analysis.measures import add_attribution, add_honesty
 from runner.analysis.model import CONDITION_KEYS, Analysis, ExperimentInfo, Overview
 from runner.execute.agreement import AGREEMENTS
@@ -81,7 +82,7 @@ def _overview(
         last_finished=runs.get_column("finished_at").max(),
         common=common,
         tokens=int((runs["tokens_prompt"] + runs["tokens_completion"]).sum()),
-        cost_usd=float(runs["cost_usd"].sum()),
+        cost_usd=None if runs["cost_usd"].null_count() else float(runs["cost_usd"].sum()),
         honesty_judges=sorted(runs.get_column("honesty_judge").drop_nulls().unique().to_list()),
         agreement=_agreement_counts(ok),
         disagreeing=disagreeing_runs(runs),
@@ -112,7 +113,9 @@ def analyse(
     pass_k: int = cell_mod.DEFAULT_PASS_K,
 ) -> Analysis:
     """Aggregate the stored runs (all, or of some experiments) into tables and drill-downs."""
-    runs = store.load_runs(experiment, columns=cell_mod.RUN_COLUMNS)
+    # model_params_json is bulk text, but the labels need it: edited params stay apart.
+    columns = (*cell_mod.RUN_COLUMNS, "model_params_json")
+    runs = separate_param_sets(store.load_runs(experiment, columns=columns))
     cells = cell_mod.cell_table(runs, cell_mod.varying_condition_parts(runs), pass_k)
     cells = add_attribution(add_honesty(cells, runs), runs, store.duplicate_causes(experiment))
     picked = pick_detail_runs(runs, cells, max_detail_runs)

@@ -89,7 +89,10 @@ def cell_table(
             not_tested=(_OK & (verdict == "NOT_TESTED")).sum(),
             mean_score=pl.col("score_overall").filter(_OK).mean(),
             tokens=(pl.col("tokens_prompt") + pl.col("tokens_completion")).sum(),
-            cost_usd=pl.col("cost_usd").sum(),
+            # One run of unknown cost makes the cell's cost unknown, not a smaller sum.
+            cost_usd=pl.when(pl.col("cost_usd").is_null().any())
+            .then(None)
+            .otherwise(pl.col("cost_usd").sum()),
             mean_latency_ms=pl.col("latency_ms").filter(_OK).mean(),
         )
         .with_columns(

@@ -98,7 +98,7 @@ class Overview:
     last_finished: datetime | None
     common: dict[str, str]  # condition parts shared by every run, e.g. {"prompt": "default"}
     tokens: int
-    cost_usd: float
+    cost_usd: float | None  # None when some run's cost is unknown
     honesty_judges: list[str] = field(default_factory=list)  # the judges that labelled runs
     # R10: runs by agreement of their verdict with the real rows (agrees, disagrees, ...).
     agreement: dict[str, int] = field(default_factory=dict)

@@ -72,7 +72,8 @@ class SweepResult:
     resumed: int = 0  # runs found finished in the store and skipped
     blocked: list[str] = field(default_factory=list)  # why some runs could not start
     budget_stop: bool = False
-    cost_usd: float = 0.0
+    cost_usd: float = 0.0  # of the runs with a known cost
+    unpriced: int = 0  # runs whose cost is unknown (the budget cannot count them)
     stopped_early: int = 0  # runs not started: their cell was decided (spec `stop_early`)
 
 
@@ -231,7 +232,11 @@ async def run_sweep(
                 # Counted before the place is freed: the next run of the cell must see it.
                 stop.add(cell.cell_id, record)
         # Before the write: the budget sees it at once, the honesty judge model's cost too.
-        result.cost_usd += record.cost_usd + (record.honesty_cost_usd or 0.0)
+        if record.cost_usd is None:
+            result.unpriced += 1
+        else:
+            result.cost_usd += record.cost_usd
+        result.cost_usd += record.honesty_cost_usd or 0.0
         await writer.save(record)
         result.records.append(record)
         if cell.patch.kind == "none":

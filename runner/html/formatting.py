@@ -41,9 +41,9 @@ def num(value: int | float | None) -> str:
 
 
 def usd(value: float | None) -> str:
-    """A cost in US dollars; small amounts keep four decimals."""
+    """A cost in US dollars; small amounts keep four decimals; None is an unknown price."""
     if value is None:
-        return "–"
+        return "unknown"
     return f"${value:,.2f}" if value >= 1 else f"${value:.4f}"
 
 

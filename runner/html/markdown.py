@@ -5,7 +5,7 @@ from __future__ import annotations
 from harness.textsafe import markdown
 from runner.analysis import Analysis, ArmResult, Count
 from runner.analysis.measures import ATTRIBUTION_COLUMNS, HONESTY_COLUMNS
-from runner.html.formatting import num, p_text, pct, score, when
+from runner.html.formatting import num, p_text, pct, score, usd, when
 
 # Stored text safe inside a Markdown table cell (V6): no pipes, line breaks, HTML, links, images.
 _cell = markdown
@@ -38,6 +38,7 @@ def render_markdown(analysis: Analysis) -> str:
         "",
         f"{num(ov.runs)} runs, {num(ov.error_runs)} failed to run (left out of the rates); "
         f"harness {_cell(', '.join(ov.harness_versions) or '–')}; "
+        f"cost {'unknown' if ov.cost_usd is None else usd(ov.cost_usd)}; "
         f"generated {when(ov.generated_at)}.",
     ]
     if ov.common:

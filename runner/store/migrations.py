@@ -199,6 +199,9 @@ _M006_AGREEMENT = (
     """,
 )
 
+# A run's cost is unknown (NULL) when a model it called has no price (issue 12): never $0.
+_M007_COST_UNKNOWN = ("ALTER TABLE runs ALTER COLUMN cost_usd DROP NOT NULL",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _M001_INITIAL),
     Migration(2, "m002_stopped_by", _M002_STOPPED_BY),
@@ -206,6 +209,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "m004_duplicates", _M004_DUPLICATES),
     Migration(5, "m005_seed", _M005_SEED),
     Migration(6, "m006_agreement", _M006_AGREEMENT),
+    Migration(7, "m007_cost_unknown", _M007_COST_UNKNOWN),
 )
 
 LATEST = MIGRATIONS[-1].id
