@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -53,8 +54,11 @@ def read_by_import() -> frozenset[str]:
     """Provider names as litellm itself knows them (imports litellm: seconds)."""
     from runner.agent.calls import litellm_quietly
 
-    litellm = litellm_quietly()
-    names = {getattr(p, "value", p) for p in litellm.provider_list}
+    litellm_quietly()
+    from litellm.types.utils import LlmProviders
+
+    # The enum, not litellm.provider_list: registering a custom provider appends to that list.
+    names = {p.value for p in LlmProviders}
     try:
         from litellm.llms.openai_like.json_loader import JSONProviderRegistry
 
@@ -66,8 +70,19 @@ def read_by_import() -> frozenset[str]:
 
 
 @cache
-def known_providers() -> frozenset[str]:
-    """Every provider prefix a model name may carry: litellm's and the runner's own."""
+def _litellm_providers() -> frozenset[str]:
     root = _litellm_dir()
     names = read_from_source(root) if root is not None else frozenset()
-    return (names or read_by_import()) | RUNNER_PROVIDERS
+    return names or read_by_import()
+
+
+def registered_providers() -> frozenset[str]:
+    """Custom providers registered with litellm in this process (only if it is imported)."""
+    litellm = sys.modules.get("litellm")
+    entries = getattr(litellm, "custom_provider_map", None) or []
+    return frozenset(str(e.get("provider")) for e in entries if isinstance(e, dict))
+
+
+def known_providers() -> frozenset[str]:
+    """Every provider prefix a model name may carry: litellm's, the runner's, registered ones."""
+    return _litellm_providers() | RUNNER_PROVIDERS | registered_providers()
