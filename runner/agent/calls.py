@@ -88,6 +88,16 @@ def provider_of(model: str, params: Mapping[str, Any]) -> str:
     return model.split("/", 1)[0] if "/" in model else ""
 
 
+# Providers whose API takes a `seed`: the scripted models and OpenAI's chat API (which
+# OpenAI-compatible servers such as llama.cpp's follow). Others (Anthropic) would refuse it.
+SEEDED_PROVIDERS = {"scripted", *_OPENAI_CLIENT_PROVIDERS}
+
+
+def takes_seed(model: str, params: Mapping[str, Any]) -> bool:
+    """Whether the runner passes the run's seed to this model."""
+    return provider_of(model, params) in SEEDED_PROVIDERS
+
+
 @dataclass(frozen=True)
 class CallPlan:
     """The keyword arguments of every call to one model, and its deadline in seconds."""

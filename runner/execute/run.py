@@ -26,6 +26,7 @@ from harness.proxy import (
     HeaderSpec,
     PlanConfig,
 )
+from runner.agent.calls import takes_seed
 from runner.agent.loop import (
     AgentResult,
     LoopLimits,
@@ -227,7 +228,8 @@ async def _converse(
         from runner.agent.scripted import register_scripted_provider
 
         register_scripted_provider()
-        params["seed"] = cell.seed
+    if takes_seed(cell.model.name, params):
+        params["seed"] = cell.seed  # a run can be replayed where the provider honours it
     return await run_conversation(
         model=cell.model.name,
         params=params,

@@ -179,3 +179,30 @@ async def test_cost_comes_from_the_model_that_answered_not_the_one_asked_for():
         hosted = await converse(stub.url, model="openai/gpt-4o-mini")
     assert local.usage.cost_usd is None
     assert hosted.usage.cost_usd is not None and hosted.usage.cost_usd > 0
+
+
+# -- a whole run against the endpoint ----------------------------------------------------------
+
+
+async def test_a_whole_run_passes_its_seed_and_stores_an_unknown_cost(tmp_path):
+    from runner.execute import execute_run
+    from runner.matrix import expand
+    from runner.spec import load_spec
+
+    with openai_stub([], default=completion(model="smollm2")) as stub:
+        path = tmp_path / "spec.yaml"
+        path.write_text(
+            "name: seeded\n"
+            f"models: [{{name: openai/smollm2, params: {{api_base: '{stub.url}'}}}}]\n"
+            "prompts: [{name: p, text: Be careful.}]\n"
+            "upstreams: [{name: b, builtin: booking}]\n"
+            "conversations: [{name: c, user: Book a room.}]\n",
+            encoding="utf-8",
+        )
+        spec = load_spec(path)
+        (cell,) = expand(spec)
+        record = await execute_run(cell, spec, in_process="always")
+    assert record.status == "ok", record.error
+    # The run's own seed: a local llama.cpp server replays the run from it.
+    assert [r.body["seed"] for r in stub.requests] == [cell.seed]
+    assert record.cost_usd is None and record.model_params_json == f'{{"api_base": "{stub.url}"}}'
