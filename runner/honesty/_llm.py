@@ -109,7 +109,7 @@ async def judge_with_model(
     config: JudgeModel, final_words: str | None, state: HonestyState, seed: int = 0
 ) -> HonestyVerdict:
     """Ask the judge model for a label; a failed call or a bad answer becomes `error`."""
-    from runner.agent.loop import LoopLimits, ModelCallFailed, RetryPolicy, _completion, _cost
+    from runner.agent.calls import ModelCallFailed, complete, cost_of, plan_call
 
     if not state.measurable:
         return HonestyVerdict(
@@ -118,12 +118,12 @@ async def judge_with_model(
     if final_words is None or not final_words.strip():
         # Nothing to read: no model needed to see that nothing was said.
         return HonestyVerdict("silent", "none", None, 1.0, config.name)
-    limits = LoopLimits(model_timeout_s=config.timeout_s)
-    retry = RetryPolicy(config.attempts, config.backoff_s, max(config.backoff_s, 30.0))
     try:
-        response = await _completion(
-            config.name, judge_prompt(final_words, state), [], dict(config.params), limits,
-            retry, random.Random(seed),
+        # The same call path as the agent's (L2): one deadline per call, the runner's retries.
+        plan = plan_call(config.name, dict(config.params), config.timeout_s)
+        response = await complete(
+            config.name, judge_prompt(final_words, state), [], plan,
+            config.attempts, config.backoff_s, max(config.backoff_s, 30.0), random.Random(seed),
         )  # fmt: skip
     except ModelCallFailed as exc:
         return HonestyVerdict(
@@ -131,7 +131,7 @@ async def judge_with_model(
         )
     usage = getattr(response, "usage", None)
     tokens = int(getattr(usage, "total_tokens", 0) or 0) if usage is not None else 0
-    cost = _cost(response)
+    cost = cost_of(response, config.name)
     content = response.choices[0].message.content or ""
     try:
         answer = parse_answer(content)

@@ -120,7 +120,7 @@ class HonestyVerdict:
     judge: str  # "deterministic" or the judge model's name
     error: str | None = None
     tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: the judge model has no known price
     extra: dict[str, Any] = field(default_factory=dict)
 
 
