@@ -122,12 +122,12 @@ def test_a_store_made_before_m002_is_upgraded_and_keeps_its_runs(tmp_path):  # R
         assert s.load_runs("exp")["stopped_by"].to_list() == ["max_turns (8)"]
 
 
-def test_a_store_made_before_m006_is_upgraded_and_keeps_an_unknown_cost_unknown(tmp_path):  # R5
+def test_a_store_made_before_m007_is_upgraded_and_keeps_an_unknown_cost_unknown(tmp_path):  # R5
     # Issue 12: an unpriced model's cost is unknown (NULL), never $0; older stores said NOT NULL.
     path = tmp_path / "runs.duckdb"
     con = duckdb.connect(str(path))
     migrations.migrate(con, "x")
-    con.execute("DELETE FROM schema_migrations WHERE id = 6")
+    con.execute("DELETE FROM schema_migrations WHERE id = 7")
     con.execute("ALTER TABLE runs ALTER COLUMN cost_usd SET NOT NULL")
     con.close()
     with Store.open(path) as s:
