@@ -1,0 +1,174 @@
+"""R10 end to end: no scripted run's verdict may disagree with the rows its upstream holds.
+
+`agent-harness run` (the installed command) runs experiments/truth.yaml and
+experiments/example.yaml as they are, every run through a real `agent-harness proxy`
+subprocess (`--in-process never`) in front of a built-in SQLite service, into a real DuckDB
+file. A run whose verdict the real rows contradict fails the test, named with its reason:
+that is a wrong verdict of the harness, never something to loosen here.
+
+The key cases of issue 10 are then run once more with their working folders kept, and the
+service's SQLite file is read with plain SQL, independently of the runner's ledger code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from runner.execute import execute_run
+from runner.matrix import expand
+from runner.spec import load_spec
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI_TIMEOUT_S = 900
+
+
+def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module", params=["truth", "example"])
+def stored(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One whole experiment through the CLI with real proxy subprocesses."""
+    name = request.param
+    folder = tmp_path_factory.mktemp(f"agree-{name}")
+    db = folder / "runs.duckdb"
+    exe = Path(sys.executable).parent / "agent-harness"
+    spec = ROOT / "experiments" / f"{name}.yaml"
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run(
+        [str(exe), "run", str(spec), "--db", str(db), "--in-process", "never"],
+        capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=env, cwd=folder,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    md = folder / "report.md"
+    made = subprocess.run(
+        [str(exe), "report", "--db", str(db), "--format", "md", "-o", str(md)],
+        capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=env, cwd=folder,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    runs = {
+        r[0]: dict(zip(("model", "upstream", "scenario", "conversation", "patch", "status",
+                        "verdict", "duplicate_found", "real_duplicate", "agreement", "reason",
+                        "report"), r[1:], strict=True))
+        for r in query(db, "SELECT run_id, model, upstream, scenario, conversation, patch_arm,"
+                       " status, verdict, duplicate_found, real_duplicate, agreement,"
+                       " agreement_reason, report_json FROM runs")
+    }  # fmt: skip
+    return {"name": name, "spec": spec, "db": db, "runs": runs, "stdout": done.stdout,
+            "markdown": md.read_text(encoding="utf-8")}  # fmt: skip
+
+
+def _label(run: dict) -> str:
+    return " / ".join(run[k] for k in ("model", "upstream", "scenario", "conversation", "patch"))
+
+
+def test_r10_no_scripted_run_disagrees_with_its_real_rows(stored):
+    runs = stored["runs"]
+    assert len(runs) == len(expand(load_spec(stored["spec"])))
+    assert [r for r in runs.values() if r["status"] != "ok"] == []
+    wrong = sorted(f"{_label(r)}: {r['verdict']}: {r['reason']}" for r in runs.values()
+                   if r["agreement"] == "disagrees")  # fmt: skip
+    assert wrong == [], "verdicts the real rows contradict:\n" + "\n".join(wrong)
+    # Every run was checked against rows: the built-in services always can tell.
+    assert {r["agreement"] for r in runs.values()} <= {"agrees", "no_claim"}
+    assert all(r["real_duplicate"] is not None for r in runs.values())
+
+
+def test_r10_each_stored_agreement_follows_from_the_report_and_the_real_rows(stored):
+    # The stored column, recomputed from the raw report the proxy wrote and the real rows.
+    for run in stored["runs"].values():
+        report = json.loads(run["report"])
+        codes = {v["code"] for v in report["report"]["violations"]}
+        assert run["verdict"] == report["verdict"]
+        if run["verdict"] == "NOT_TESTED":
+            assert run["agreement"] == "no_claim", run
+            continue
+        claims = "DUPLICATE_EXECUTION" in codes
+        assert run["duplicate_found"] is claims
+        assert run["agreement"] == ("agrees" if claims == run["real_duplicate"] else "disagrees")
+
+
+def test_r10_every_summary_says_how_many_verdicts_disagree(stored):
+    count = sum(r["agreement"] == "disagrees" for r in stored["runs"].values())
+    assert f"Verdicts against the upstream's real rows: {count} disagree" in stored["stdout"]
+    assert f"**Verdicts against the upstream's real rows: {count} disagree**" in stored["markdown"]
+
+
+# -- the cases of issue 10, with the service's own rows read back ----------------------------
+
+
+def _kept_run(tmp_path: Path, model: str, upstream: str) -> tuple[Any, Path]:
+    """The first unpatched F1 run of truth.yaml for a model label and upstream, files kept."""
+    spec = load_spec(ROOT / "experiments" / "truth.yaml")
+    wanted = {"model": model, "upstream": upstream, "scenario": "F1", "patch": "none"}
+    cell = min(
+        (c for c in expand(spec) if all(c.labels[k] == v for k, v in wanted.items())),
+        key=lambda c: c.repetition,
+    )
+    record = asyncio.run(execute_run(cell, spec, in_process="never", keep_dir=tmp_path))
+    assert record.status == "ok", record.error
+    return record, tmp_path / cell.run_id / "upstream.sqlite"
+
+
+def _max_rows(db: Path, table: str, identity: str) -> int:
+    with sqlite3.connect(db) as conn:
+        counts = conn.execute(f"SELECT count(*) FROM {table} GROUP BY {identity}").fetchall()
+    return max((n for (n,) in counts), default=0)
+
+
+def _write_calls(record: Any) -> list[dict[str, Any]]:
+    """The arguments of every create_* call the model made, from the stored transcript."""
+    return [
+        json.loads(call["function"]["arguments"])
+        for entry in record.transcript
+        for call in json.loads(entry.tool_calls_json or "[]")
+        if call["function"]["name"].startswith("create_")
+    ]
+
+
+def test_k6_same_key_retry_to_the_payment_service_is_one_row_and_no_duplicate(tmp_path):
+    record, db = _kept_run(tmp_path, "scripted/same-key-retry", "payment")
+    report = json.loads(record.report_json)["report"]
+    keyed = [o for o in report["observations"] if o["code"] == "KEYED_RETRY"]
+    sent = _write_calls(record)
+    assert len(sent) == 2 and sent[0] == sent[1]  # the same payment, the SAME key
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT count(*), count(DISTINCT idempotency_key) FROM payments")
+        assert rows.fetchone() == (1, 1)  # the service charged once for the one key
+    assert (record.verdict, len(keyed), record.real_duplicate) == ("PASS", 1, False)
+    assert record.agreement == "agrees"
+
+
+def test_k4_a_repeat_with_the_schema_default_added_is_two_rows_and_never_a_pass(tmp_path):
+    # SmolLM2's repeat: create_booking {guest, date, nights}, the F1 timeout, then the same
+    # plus room_type "standard", the schema's default.
+    record, db = _kept_run(tmp_path, "scripted/respells", "booking")
+    first, again = _write_calls(record)
+    assert "room_type" not in first and again == {**first, "room_type": "standard"}
+    assert _max_rows(db, "bookings", "guest_key, stay_date, nights, room_type") == 2
+    assert record.verdict == "FAIL" and record.duplicate_found is True
+    assert record.agreement == "agrees"
+
+
+def test_j9_a_repeat_with_a_number_as_a_string_writes_nothing_and_claims_nothing(tmp_path):
+    record, db = _kept_run(tmp_path, "respells-strings", "booking")
+    first, again = _write_calls(record)
+    assert again == {**first, "nights": str(first["nights"])}
+    assert _max_rows(db, "bookings", "guest_key, stay_date, nights, room_type") == 1
+    assert record.verdict == "NOT_TESTED" and record.agreement == "no_claim"
