@@ -72,7 +72,9 @@ def run_command(
 ) -> None:
     """Run an experiment: every cell of the matrix, each run judged by the proxy, stored in DuckDB.
 
-    Exit codes: 0 every selected run ran (whatever its verdict); 1 bad input (flags, spec, files, an --only that selects no run); 3 a run failed to run or was not run (every finished run is stored); 130 interrupted.
+    Each verdict is set against the built-in upstream's real rows; the closing summary counts the verdicts they contradict and lists those runs (a harness error, never the agent's).
+
+    Exit codes: 0 every selected run ran (whatever its verdict or agreement); 1 bad input (flags, spec, files, an --only that selects no run); 3 a run failed to run or was not run (every finished run is stored); 130 interrupted.
     """
     from runner.run_command import run_experiment
 
