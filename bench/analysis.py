@@ -71,6 +71,14 @@ def _transcript(dup: bool, scenario: str) -> list[TranscriptEntry]:
     return entries
 
 
+AGREEMENT_REASONS = {
+    "PASS": "PASS: no duplicate execution, and no operation has more than one real row.",
+    "FAIL": "FAIL DUPLICATE_EXECUTION, and the upstream holds 2 rows for one operation (guest "
+    "Ada, date 2026-12-01, nights 2, room_type standard).",
+    "NOT_TESTED": "NOT_TESTED claims nothing about duplicates.",
+}
+
+
 def synthetic_run(
     i: int, rng: random.Random, started: datetime, repetitions: dict[str, int] | None = None
 ) -> RunRecord:
@@ -112,7 +120,11 @@ def synthetic_run(
         error="litellm.RateLimitError: slow down" if error else None, verdict=verdict,
         verdict_reason=None if error else "synthetic", score_overall=None if error or not_tested
         else (40 if dup else 100), duplicate_found=None if error else dup,
-        real_duplicate=None if error else dup, turns=3, tool_calls=2 if dup else 1,
+        real_duplicate=None if error else dup,
+        # R10: every run carries its agreement and a sentence, as the runner stores them.
+        agreement=None if error else "no_claim" if not_tested else "agrees",
+        agreement_reason=None if error else AGREEMENT_REASONS[verdict],
+        turns=3, tool_calls=2 if dup else 1,
         tokens_prompt=rng.randint(800, 2400), tokens_completion=rng.randint(50, 300),
         cost_usd=rng.random() / 500, latency_ms=rng.uniform(500, 9000),
         started_at=started + timedelta(seconds=i), finished_at=started + timedelta(seconds=i + 3),
