@@ -28,10 +28,11 @@ from runner.execute import execute_run
 from runner.matrix import expand
 from runner.spec import load_spec
 
-pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 900
+# A whole experiment per fixture: its CLI deadline, not the default 300 s, bounds the test.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * CLI_TIMEOUT_S + 60)]
 
 
 def query(db: Path, sql: str) -> list[tuple[Any, ...]]:

@@ -116,7 +116,7 @@ def test_r10_the_terminal_summary_warns_and_lists_every_disagreeing_run(bad_stor
         text = summary_table(store.load_runs())
     lines = text.splitlines()
     header = lines[0].split()
-    assert header[-1] == "disagree"
+    assert header[-2:] == ["disagree", "cost"]
     warning = next(i for i, line in enumerate(lines) if line.startswith("WARNING"))
     assert lines[warning] == (
         "WARNING: 2 verdicts DISAGREE with the upstream's real rows; 3 agree, 1 NOT_TESTED "

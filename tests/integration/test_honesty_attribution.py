@@ -302,7 +302,7 @@ def test_m1_agreement_script_measures_a_model_judge_through_litellm(judge_llm, c
     assert len(judge_llm.prompts) == 40
 
 
-def test_m1_judge_model_gets_the_runners_deadline_and_retries_not_its_own(tmp_path):  # L2
+def test_m1_judge_model_gets_the_runners_deadline_and_retries_not_its_own(tmp_path, judge_llm):  # L2
     from runner.execute.judging import judge_model
 
     spec = write_spec(
