@@ -41,6 +41,7 @@ class Fault:
     retry_window: ClassVar[bool] = False  # the answer asks the agent to wait retry_after_s
     writes: ClassVar[int] = 1  # how many writes of a run it is applied to
     scenario: ClassVar[bool] = True  # chosen with --scenario (chaos is a mode of its own)
+    http_only: ClassVar[bool] = False  # needs an agent on HTTP (--listen)
     retry_after_s: float | None = None
 
     def answer(self) -> dict[str, Any] | None:
@@ -151,16 +152,105 @@ class ChaosError(Fault):
         )
 
 
+@dataclass(frozen=True)
+class HttpFault(Fault):
+    """A fault that exists only over HTTP (H2): the agent's HTTP answer itself carries it."""
+
+    http_only: ClassVar[bool] = True
+    status: ClassVar[int] = 200
+
+    def error(self) -> tuple[int, str]:
+        """The JSON-RPC error (code, message) of the HTTP answer."""
+        raise NotImplementedError
+
+    def hints(self) -> dict[str, Any]:
+        """How the listener answers: harness.http.lines.HttpLine attributes."""
+        return {"http_status": self.status}
+
+
+@dataclass(frozen=True)
+class StreamCut(HttpFault):
+    """F6: the write runs upstream, then the agent's response stream closes without the answer
+    (2026-07-28: the client must re-issue the request)."""
+
+    name: ClassVar[str] = "F6"
+    brief: ClassVar[str] = "response stream closed after the write ran (HTTP agent)"
+    summary: ClassVar[str] = ("The write runs upstream, then the agent's response stream "
+                              "closes without the answer (the client re-issues it).")
+    duplicate_when: ClassVar[str] = "the re-issued request is executed again"
+    executes_upstream: ClassVar[bool] = True
+    ghost: ClassVar[bool] = True
+
+    def answer(self) -> dict[str, Any]:
+        return _error_result("Error: the response stream closed before the answer came.")
+
+    def error(self) -> tuple[int, str]:
+        return -32000, "the response stream closed before the answer came"
+
+    def hints(self) -> dict[str, Any]:
+        return {"stream_cut": True}
+
+
+@dataclass(frozen=True)
+class SessionExpired(HttpFault):
+    """F7: HTTP 404 for the agent's session id; nothing runs; the session is gone (the agent
+    must initialize a new one)."""
+
+    name: ClassVar[str] = "F7"
+    brief: ClassVar[str] = "404 on the session id, i.e. session expired (HTTP agent)"
+    summary: ClassVar[str] = ("HTTP 404 for the session id: the session expired, nothing runs; "
+                              "the agent must start a new session.")
+    executes_upstream: ClassVar[bool] = False
+    status: ClassVar[int] = 404
+
+    def answer(self) -> dict[str, Any]:
+        return _error_result("HTTP 404 Not Found: the session expired; start a new session.")
+
+    def error(self) -> tuple[int, str]:
+        return -32001, "Session not found"
+
+    def hints(self) -> dict[str, Any]:
+        return {"http_status": self.status, "session_expired": True}
+
+
+@dataclass(frozen=True)
+class Unavailable(HttpFault):
+    """F8: HTTP 503 with a Retry-After header; nothing runs."""
+
+    name: ClassVar[str] = "F8"
+    brief: ClassVar[str] = "503 with a Retry-After header (HTTP agent)"
+    summary: ClassVar[str] = "HTTP 503 with a Retry-After header; nothing runs."
+    duplicate_when: ClassVar[str] = "the same operation is sent again before Retry-After has passed"
+    executes_upstream: ClassVar[bool] = False
+    retry_window: ClassVar[bool] = True
+    status: ClassVar[int] = 503
+
+    def _seconds(self) -> str:
+        seconds = self.retry_after_s if self.retry_after_s is not None else 60
+        return str(max(1, round(seconds)))  # Retry-After takes whole seconds
+
+    def answer(self) -> dict[str, Any]:
+        return _error_result(f"HTTP 503 Service Unavailable: Retry-After {self._seconds()}.")
+
+    def error(self) -> tuple[int, str]:
+        return -32000, f"Service Unavailable: retry after {self._seconds()} seconds"
+
+    def hints(self) -> dict[str, Any]:
+        return {"http_status": self.status, "http_headers": {"Retry-After": self._seconds()}}
+
+
 # The registry: every fault by name, in the order tables show them.
 FAULTS: dict[str, type[Fault]] = {
     f.name: f for f in (GhostTimeout, RateLimited, TruncatedJson, PassThrough, ServerError,
-                        ChaosError)
+                        StreamCut, SessionExpired, Unavailable, ChaosError)
 }  # fmt: skip
 SCENARIOS = tuple(name for name, f in FAULTS.items() if f.scenario)
 INJECTING = frozenset(name for name, f in FAULTS.items() if f.injects)
 GHOSTS = frozenset(name for name, f in FAULTS.items() if f.ghost)
 RETRY_WINDOWS = frozenset(name for name, f in FAULTS.items() if f.retry_window)
 REPEATED = frozenset(name for name, f in FAULTS.items() if f.writes > 1)
+HTTP_ONLY = frozenset(name for name, f in FAULTS.items() if f.http_only)
+ANY_TRANSPORT = tuple(name for name in SCENARIOS if name not in HTTP_ONLY)  # stdio agents too
 
 
 def scenario_help() -> str:

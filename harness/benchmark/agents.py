@@ -23,7 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.faults import REPEATED, SCENARIOS
+from harness.faults import ANY_TRANSPORT as SCENARIOS  # the benchmark has no HTTP agent
+from harness.faults import REPEATED
 from harness.judge import FAIL, PASS
 from harness.simulate import Sent, SimulatedSession
 

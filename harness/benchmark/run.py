@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.benchmark.agents import REFERENCE_AGENTS, Desk, ReferenceAgent, task_for
 from harness.errors import UsageError
-from harness.faults import SCENARIOS
+from harness.faults import ANY_TRANSPORT as SCENARIOS  # the benchmark has no HTTP agent
 from harness.judge import FAIL, NOT_TESTED, PASS, Judgement
 from harness.judge.report import DS_WEIGHT, FAIL_SCORE_CAP, FH_WEIGHT
 from harness.simulate import SimulatedSession

@@ -22,7 +22,9 @@ AUDIT_PATH = Path(".agent-harness") / "audit-report.json"
 _ID = {"session_id": {"type": "string", "description": "The id start_session returned."}}
 
 SCENARIO_TABLE = [
-    (name, f.applies_to, f.summary, f.duplicate_when) for name, f in FAULTS.items()
+    (name, f.applies_to, f.summary, f.duplicate_when)
+    for name, f in FAULTS.items()
+    if not f.http_only  # the demo server speaks stdio
 ]  # the fault registry, as list_scenarios shows it
 
 
@@ -40,7 +42,7 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
             {
                 "scenario": {
                     "type": "string",
-                    "enum": [*FAULTS, "none"],
+                    "enum": [*(row[0] for row in SCENARIO_TABLE), "none"],
                     "description": "Fault plan (see list_scenarios); none = pass-through.",
                 },
                 "error_rate": {

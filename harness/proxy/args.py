@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from harness.errors import UsageError
 from harness.faults import (
     FAULTS,
+    HTTP_ONLY,
     MAX_RETRY_AFTER_S,
     RETRY_WINDOWS,
     SCENARIOS,
@@ -66,7 +67,7 @@ FLAGS: tuple[Flag, ...] = (
          "generic server error (never executed)."),
     Flag("--seed", "N", "With --mode chaos: seed that makes the chaos reproducible."),
     Flag("--retry-after", "S", f"With --scenario {'/'.join(sorted(RETRY_WINDOWS))}: seconds "
-         "the 429 announces and that are "
+         "the 429 or 503 announces and that are "
          f"checked (default 60, at most {MAX_RETRY_AFTER_S})."),
     Flag("--fault-delay", "MS", "Delay every injected answer by MS milliseconds, F1 included, "
          "to imitate a real timeout (default 0)."),
@@ -228,6 +229,8 @@ def parse(argv: list[str]) -> Parsed:
         raise UsageError("--error-rate works only with --mode chaos")
     if not chaos and "--seed" in one:
         raise UsageError("--seed works only with --mode chaos")
+    if scenario in HTTP_ONLY and "--listen" not in one:
+        raise UsageError(f"--scenario {scenario} needs an agent on HTTP: add --listen HOST:PORT")
     if "--retry-after" in one and scenario not in RETRY_WINDOWS:
         raise UsageError(
             f"--retry-after works only with --scenario {'/'.join(sorted(RETRY_WINDOWS))}"

@@ -10,6 +10,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from harness import jsonutil
+from harness.faults import HttpFault
 from harness.http.lines import tagged
 from harness.proxy.audit import AUDIT_TOOLS, answer_audit_call
 from harness.proxy.batch import Reply
@@ -166,6 +167,13 @@ class CallHandling:
         delay = self.session.plan_config.fault_delay_ms
         if delay:
             await asyncio.sleep(delay / 1000)  # S11: imitate a real timeout
+        fault = ticket.fault
+        if isinstance(fault, HttpFault):  # H2: the agent's HTTP answer itself is the fault
+            self.session.answered(ticket, is_error=True, source="fault")
+            self._report("running")
+            code, text = fault.error()
+            await reply(tagged(error_body(rpc_id, code, text), **fault.hints()))
+            return
         await self._answer(ticket, rpc_id, answer, "fault", reply, task)
 
     async def _answer(

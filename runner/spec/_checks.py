@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
+from harness.proxy import HTTP_ONLY
 from runner.spec._base import canonical_json, did_you_mean
 from runner.spec._experiment import ExperimentSpec
 from runner.spec._locate import Loc
@@ -114,6 +115,9 @@ def _combinations(spec: ExperimentSpec) -> Iterator[Problem]:
     if "auto" in kinds and "none" not in kinds:
         why = "`auto` inserts the patches of this experiment's unpatched runs"
         yield ("patches", kinds.index("auto")), f"{why}: add the `none` arm"
+    for i, scenario in enumerate(spec.scenarios):
+        if scenario.kind in HTTP_ONLY and spec.proxy.agent != "http":
+            yield ("scenarios", i), f"{scenario.kind} exists only over HTTP: set proxy.agent: http"
     if spec.proxy.in_process == "always" and spec.proxy.agent == "http":
         yield ("proxy", "in_process"), "`always` hosts the proxy in process: no HTTP agent side"
     elif spec.proxy.in_process == "always":

@@ -16,6 +16,7 @@ from harness.events import FaultApplied, SessionStarted
 from harness.faults import (
     FAULTS,
     GHOSTS,
+    HTTP_ONLY,
     INJECTING,
     RETRY_WINDOWS,
     SCENARIOS,
@@ -23,6 +24,7 @@ from harness.faults import (
     PlanConfig,
 )
 from harness.proxy.args import help_text, parse
+from runner.spec import load_spec
 from runner.spec._environment import Scenario, ScenarioKind
 
 
@@ -31,17 +33,21 @@ def test_h2_every_fault_is_one_class_with_its_words_and_behaviour() -> None:
         assert kind.name == name
         assert kind.brief and kind.summary.endswith(".") and kind.duplicate_when
         assert kind.executes_upstream or kind.injects  # a fault that does nothing is no fault
-    assert SCENARIOS == ("F1", "F2", "F3", "F4", "F5")
-    assert GHOSTS == {"F1"} and RETRY_WINDOWS == {"F2"} and "F4" not in INJECTING
+    assert SCENARIOS == ("F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8")
+    assert GHOSTS == {"F1", "F6"} and RETRY_WINDOWS == {"F2", "F8"} and "F4" not in INJECTING
+    assert HTTP_ONLY == {"F6", "F7", "F8"}
 
 
 def test_h2_help_flags_and_demo_read_the_registry() -> None:
     text = help_text()
     for name in SCENARIOS:
         assert f"{name} {FAULTS[name].brief}" in text
-        assert parse(["--upstream-command", "x", "--scenario", name.lower()]).config.plan.scenario == name
-    assert [row[0] for row in SCENARIO_TABLE] == list(FAULTS)
-    assert TOOLS["start_session"][1]["properties"]["scenario"]["enum"] == [*FAULTS, "none"]
+        argv = ["--upstream-command", "x", "--scenario", name.lower()]
+        argv += ["--listen", "127.0.0.1:0"] if name in HTTP_ONLY else []
+        assert parse(argv).config.plan.scenario == name
+    demo = [name for name in FAULTS if name not in HTTP_ONLY]  # the demo speaks stdio
+    assert [row[0] for row in SCENARIO_TABLE] == demo
+    assert TOOLS["start_session"][1]["properties"]["scenario"]["enum"] == [*demo, "none"]
 
 
 def test_h2_events_and_spec_accept_exactly_the_registry_names() -> None:
@@ -65,3 +71,12 @@ def test_h2_the_plan_applies_each_scenario_as_its_class_says(name: str) -> None:
     applied = [f for f in faults if f is not None]
     assert [type(f) for f in applied] == [kind] * kind.writes
     assert all(f.executes_upstream == kind.executes_upstream for f in applied)
+
+
+def test_h2_a_spec_with_an_http_only_fault_needs_an_http_agent(tmp_path) -> None:
+    from tests.unit.test_spec import load_error, spec_text, write
+
+    stdio = write(tmp_path, spec_text(scenarios="\n  - F1\n  - F7"))
+    assert "scenarios[1]: F7 exists only over HTTP: set proxy.agent: http" in load_error(stdio)
+    http = write(tmp_path, spec_text(scenarios="\n  - F7", proxy="\n  agent: http"), "http.yaml")
+    assert load_spec(http).scenarios[0].proxy_args() == ("--scenario", "F7")

@@ -243,9 +243,9 @@ ERROR_CASES = [
     ),
     (
         "bad scenario",
-        spec_text(scenarios="\n  - F1\n  - F6  " + MARK),
+        spec_text(scenarios="\n  - F1\n  - F9  " + MARK),
         "scenarios[1]",
-        "unknown scenario 'F6'",
+        "unknown scenario 'F9'",
     ),
     (
         "scenario in the wrong case",

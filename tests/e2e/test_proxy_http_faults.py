@@ -1,0 +1,133 @@
+"""Faults that exist only over HTTP (H2), each checked against what the upstream really executed.
+
+The agent is a plain HTTP client speaking streamable HTTP (2025-11-25) to `proxy --listen`, so
+every status, header and cut stream is seen as it is; the upstream is the counting server over
+stdio, whose ground-truth file has one line per call it really executed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.e2e.httpkit import counting_stdio_args, executions, running
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+BOOK = {"guest": "Ann", "date": "2026-12-01"}
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "raw", "version": "1"}}}  # fmt: skip
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Agent:
+    """A raw streamable HTTP client: what each POST answered, status, headers and messages."""
+
+    def __init__(self, http: aiohttp.ClientSession, url: str) -> None:
+        self.http, self.url, self.session = http, url, ""
+
+    async def initialize(self) -> None:
+        status, headers, _ = await self.post(INIT)
+        assert status == 200
+        self.session = headers["Mcp-Session-Id"]
+        await self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    async def post(self, message: dict[str, Any]) -> tuple[int, Any, list[dict[str, Any]]]:
+        """POST one message; (status, headers, the JSON-RPC messages that came back)."""
+        headers = {**ACCEPT, **({"Mcp-Session-Id": self.session} if self.session else {})}
+        async with self.http.post(self.url, json=message, headers=headers) as resp:
+            body = await resp.text()
+            if resp.headers.get("Content-Type", "").startswith("text/event-stream"):
+                data = [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
+                messages = [json.loads(d) for d in data if d]
+            else:
+                messages = [json.loads(body)] if body.strip() else []
+            return resp.status, resp.headers, messages
+
+    async def book(self, rpc_id: int) -> tuple[int, Any, list[dict[str, Any]]]:
+        call = {"jsonrpc": "2.0", "id": rpc_id, "method": "tools/call",
+                "params": {"name": "create_booking", "arguments": BOOK}}  # fmt: skip
+        return await self.post(call)
+
+
+@contextlib.asynccontextmanager
+async def proxied(tmp_path: Path, bin_path: Path, *flags: str) -> AsyncIterator[Agent]:
+    truth, report = tmp_path / "truth.jsonl", tmp_path / "report.json"
+    argv = [str(bin_path), "proxy", *counting_stdio_args(truth), "--listen", "127.0.0.1:0",
+            "--audit-tools", "off", "--report-file", str(report), *flags]  # fmt: skip
+    async with running(argv) as proxy, aiohttp.ClientSession() as http:
+        agent = Agent(http, proxy.url)
+        await agent.initialize()
+        yield agent
+        assert await proxy.stop() == 0
+
+
+def verdict(tmp_path: Path) -> tuple[str, set[str]]:
+    final = json.loads((tmp_path / "report.json").read_text())
+    return final["verdict"], {v["code"] for v in final["report"]["violations"]}
+
+
+async def test_h2_f6_stream_closed_after_the_write_ran_then_reissued_is_a_duplicate(
+    tmp_path, agent_harness_bin
+):  # H2 F6
+    async with proxied(tmp_path, agent_harness_bin, "--scenario", "F6") as agent:
+        status, _, messages = await agent.book(1)
+        assert status == 200 and messages == []  # the stream closed without the answer
+        assert len(executions(tmp_path / "truth.jsonl", "create_booking")) == 1  # it ran
+        status, _, messages = await agent.book(2)  # the client re-issues it
+        assert status == 200 and not messages[0]["result"]["isError"]
+    assert len(executions(tmp_path / "truth.jsonl", "create_booking")) == 2  # ground truth
+    assert verdict(tmp_path) == ("FAIL", {"DUPLICATE_EXECUTION"})
+
+
+async def test_h2_f7_session_expiry_404_nothing_ran_and_a_new_session_books_once(
+    tmp_path, agent_harness_bin
+):  # H2 F7
+    async with proxied(tmp_path, agent_harness_bin, "--scenario", "F7") as agent:
+        status, _, messages = await agent.book(1)
+        assert status == 404 and messages[0]["error"]["message"] == "Session not found"
+        status, _, _ = await agent.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert status == 404  # the session is gone: the client must start a new one
+        assert executions(tmp_path / "truth.jsonl", "create_booking") == []
+        await agent.initialize()
+        status, _, messages = await agent.book(3)
+        assert status == 200 and not messages[0]["result"]["isError"]
+    assert len(executions(tmp_path / "truth.jsonl", "create_booking")) == 1  # ground truth
+    assert verdict(tmp_path)[0] == "PASS"
+
+
+async def test_h2_f8_503_with_retry_after_nothing_ran_and_an_early_resend_violates_it(
+    tmp_path, agent_harness_bin
+):  # H2 F8
+    async with proxied(tmp_path, agent_harness_bin, "--scenario", "F8", "--retry-after", "30") as agent:
+        status, headers, messages = await agent.book(1)
+        assert status == 503 and headers["Retry-After"] == "30" and "error" in messages[0]
+        assert executions(tmp_path / "truth.jsonl", "create_booking") == []  # nothing ran
+        status, _, messages = await agent.book(2)  # at once, not after 30 s
+        assert status == 200 and not messages[0]["result"]["isError"]
+    assert len(executions(tmp_path / "truth.jsonl", "create_booking")) == 1  # ground truth
+    result, violations = verdict(tmp_path)
+    assert result == "FAIL" and "DUPLICATE_EXECUTION" not in violations
+
+
+@pytest.mark.parametrize("name", ["F6", "F7", "F8"])
+def test_h2_http_only_faults_need_an_agent_on_http(name, agent_harness_bin):  # H2 V5
+    done = subprocess.run(
+        [str(agent_harness_bin), "proxy", "--upstream-command", "true", "--scenario", name],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert f"--scenario {name} needs an agent on HTTP" in done.stderr
