@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.e2e.httpkit import counting_stdio_args, executions, running
+from tests.e2e.httpkit import counting_server_argv, counting_stdio_args, executions, running
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -39,11 +39,15 @@ class Agent:
     def __init__(self, http: aiohttp.ClientSession, url: str) -> None:
         self.http, self.url, self.session = http, url, ""
 
-    async def initialize(self) -> None:
-        status, headers, _ = await self.post(INIT)
+    async def initialize(self, version: str = "2025-11-25") -> str:
+        """Open a session; the protocol version the upstream agreed to."""
+        init = {**INIT, "params": {**INIT["params"], "protocolVersion": version}}
+        self.session = ""
+        status, headers, messages = await self.post(init)
         assert status == 200
         self.session = headers["Mcp-Session-Id"]
         await self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return messages[0]["result"]["protocolVersion"]
 
     async def post(self, message: dict[str, Any]) -> tuple[int, Any, list[dict[str, Any]]]:
         """POST one message; (status, headers, the JSON-RPC messages that came back)."""
@@ -64,13 +68,24 @@ class Agent:
 
 
 @contextlib.asynccontextmanager
-async def proxied(tmp_path: Path, bin_path: Path, *flags: str) -> AsyncIterator[Agent]:
+async def proxied(
+    tmp_path: Path, bin_path: Path, *flags: str, upstream: str = "stdio", version: str = ""
+) -> AsyncIterator[Agent]:
+    """The agent's session through `proxy --listen` to the counting server (stdio or HTTP)."""
     truth, report = tmp_path / "truth.jsonl", tmp_path / "report.json"
-    argv = [str(bin_path), "proxy", *counting_stdio_args(truth), "--listen", "127.0.0.1:0",
-            "--audit-tools", "off", "--report-file", str(report), *flags]  # fmt: skip
-    async with running(argv) as proxy, aiohttp.ClientSession() as http:
+    async with contextlib.AsyncExitStack() as stack:
+        if upstream == "http":
+            server = await stack.enter_async_context(running(counting_server_argv(truth)))
+            up = ["--upstream-url", server.url]
+        else:
+            up = counting_stdio_args(truth)
+        argv = [str(bin_path), "proxy", *up, "--listen", "127.0.0.1:0",
+                "--audit-tools", "off", "--report-file", str(report), *flags]  # fmt: skip
+        proxy = await stack.enter_async_context(running(argv))
+        http = await stack.enter_async_context(aiohttp.ClientSession())
         agent = Agent(http, proxy.url)
-        await agent.initialize()
+        agreed = await agent.initialize(version or "2025-11-25")
+        assert agreed == (version or "2025-11-25")
         yield agent
         assert await proxy.stop() == 0
 
@@ -121,6 +136,21 @@ async def test_h2_f8_503_with_retry_after_nothing_ran_and_an_early_resend_violat
     assert len(executions(tmp_path / "truth.jsonl", "create_booking")) == 1  # ground truth
     result, violations = verdict(tmp_path)
     assert result == "FAIL" and "DUPLICATE_EXECUTION" not in violations
+
+
+@pytest.mark.parametrize("upstream", ["stdio", "http"])
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+async def test_h1_x11_f1_ghost_then_retry_over_http_is_a_duplicate_in_each_session_revision(
+    tmp_path, agent_harness_bin, version, upstream
+):  # H1 X11 S2 (2026-07-28: tests/e2e/test_proxy_http.py)
+    async with proxied(tmp_path, agent_harness_bin, "--scenario", "F1", upstream=upstream,
+                       version=version) as agent:  # fmt: skip
+        status, _, messages = await agent.book(1)
+        assert status == 200 and "timed out" in messages[0]["result"]["content"][0]["text"]
+        status, _, messages = await agent.book(2)
+        assert status == 200 and not messages[0]["result"]["isError"]
+    assert len(executions(tmp_path / "truth.jsonl", "create_booking")) == 2  # ground truth
+    assert verdict(tmp_path) == ("FAIL", {"DUPLICATE_EXECUTION"})
 
 
 @pytest.mark.parametrize("name", ["F6", "F7", "F8"])
