@@ -28,7 +28,6 @@ from runner.execute import execute_run
 from runner.matrix import expand
 from runner.spec import load_spec
 
-
 ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 900
 # A whole experiment per fixture: its CLI deadline, not the default 300 s, bounds the test.
