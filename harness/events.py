@@ -105,7 +105,9 @@ class MessageRefused(_Event):
     """The proxy refused a client message without forwarding it (X10)."""
 
     type: Literal["message_refused"] = "message_refused"
-    reason: str = Field(description="no_id, null_id, duplicate_id, no_tool_name, unreadable.")
+    reason: str = Field(
+        description="no_id, null_id, bad_id, duplicate_id, no_tool_name, unreadable."
+    )
     method: str | None = None
     tool: str | None = None
 

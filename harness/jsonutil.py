@@ -8,6 +8,7 @@ iterative, so a value nested 100,000 levels deep cannot overflow the stack (X7).
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from json.encoder import encode_basestring  # C-accelerated string escaping
 from typing import Any
@@ -44,12 +45,27 @@ def dumps(value: Any, *, sort_keys: bool = False) -> str:
     """Serialise compactly; Decimals are written as their literal. Never recursive.
 
     Most values hold no Decimal and are not deeply nested: the C encoder takes those and gives
-    the same text; the rest fall through to the iterative encoder below.
+    the same text; the rest fall through to the iterative encoder below. The text can always
+    be encoded as UTF-8: a lone surrogate (legal as a JSON escape, `"\\ud800"`, but not
+    Unicode text) is written back as its escape.
     """
     try:
-        return (_C_SORTED if sort_keys else _C_ENCODER).encode(value)
+        text = (_C_SORTED if sort_keys else _C_ENCODER).encode(value)
     except (TypeError, ValueError, RecursionError):
-        return _dumps(value, sort_keys)
+        text = _dumps(value, sort_keys)
+    return text if text.isascii() else _escape_surrogates(text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogates(text: str) -> str:
+    # Outside strings JSON text is ASCII, so a surrogate here is inside a string literal.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
 
 
 def _dumps(value: Any, sort_keys: bool) -> str:

@@ -118,17 +118,30 @@ class MemoryPipe:
 
 
 async def stdio_lines(max_bytes: int) -> tuple[LineReader, LineWriter]:
-    """The process's own stdin and stdout as line streams."""
+    """The process's own stdin and stdout as line streams (pipes, sockets, terminals or
+    regular files: `proxy < in.jsonl > out.jsonl` works too)."""
+    from harness.fdlines import FileLineReader, FileLineWriter, is_regular
+
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=max_bytes + 1, loop=loop)
-    await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(0, "rb", buffering=0)
-    )
-    transport, protocol = await loop.connect_write_pipe(
-        lambda: asyncio.streams.FlowControlMixin(loop=loop), os.fdopen(1, "wb", buffering=0)
-    )
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return StreamLineReader(reader, max_bytes), StreamLineWriter(writer)
+    reader: LineReader
+    writer: LineWriter
+    if is_regular(0):
+        reader = FileLineReader(0, max_bytes)
+    else:
+        stream = asyncio.StreamReader(limit=max_bytes + 1, loop=loop)
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stream, loop=loop),
+            os.fdopen(0, "rb", buffering=0),
+        )
+        reader = StreamLineReader(stream, max_bytes)
+    if is_regular(1):
+        writer = FileLineWriter(1)
+    else:
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), os.fdopen(1, "wb", buffering=0)
+        )
+        writer = StreamLineWriter(asyncio.StreamWriter(transport, protocol, None, loop))
+    return reader, writer
 
 
 @contextlib.asynccontextmanager

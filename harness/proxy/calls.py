@@ -14,8 +14,15 @@ from harness.faults import HttpFault
 from harness.http.lines import tagged
 from harness.proxy.audit import AUDIT_TOOLS, answer_audit_call
 from harness.proxy.batch import Reply
-from harness.proxy.jsonscan import top_level
-from harness.proxy.messages import Message, UpstreamGone, error_body, error_result, id_key
+from harness.proxy.jsonscan import ScanError, top_level
+from harness.proxy.messages import (
+    Message,
+    UnreadableAnswer,
+    UpstreamGone,
+    error_body,
+    error_result,
+    id_key,
+)
 from harness.proxy.tasks import task_id_of
 from harness.session import Ticket
 
@@ -50,7 +57,7 @@ class CallHandling:
             await self._refuse_duplicate_id(message, rpc_id, reply)
             return
         self._calls_in_flight.add(key)  # at once: the next line may reuse the id
-        self._spawn(self._handle_call(message, rpc_id, reply))
+        self._call_tasks[key] = self._spawn(self._handle_call(message, rpc_id, reply))
 
     async def _handle_call(self: Proxy, message: Message, rpc_id: Any, reply: Reply) -> None:
         key = id_key(rpc_id)
@@ -58,6 +65,9 @@ class CallHandling:
             await self._judged_call(message, rpc_id, reply)
         finally:
             self._calls_in_flight.discard(key)
+            self._call_tasks.pop(key, None)
+            self._cancelled.discard(key)
+            self._settled.set()
 
     async def _judged_call(self: Proxy, message: Message, rpc_id: Any, reply: Reply) -> None:
         params = message.get("params")
@@ -122,6 +132,9 @@ class CallHandling:
             text = f"UPSTREAM_UNAVAILABLE: {gone.detail}"
             await self._answer(ticket, rpc_id, error_result(text), "harness", reply, task)
             return
+        except UnreadableAnswer as bad:
+            await self._unusable_answer(ticket, rpc_id, bad.detail, reply, task)
+            return
         await self._upstream_answered(ticket, rpc_id, answer, reply, task)
 
     async def _upstream_answered(
@@ -132,7 +145,7 @@ class CallHandling:
         reply: Reply,
         task: dict[str, Any] | None,
     ) -> None:
-        result = answer.get("result")
+        result = answer.get("result") if answer.data is not None else _shallow(answer, "result")
         if isinstance(result, dict):
             task_id = task_id_of(result.get("task")) if task is not None else None
             if task_id in self.tasks.tracked:  # X12: "task created" is no outcome; its result is
@@ -147,14 +160,42 @@ class CallHandling:
             await reply(answer.line)  # X3: the upstream's answer exactly as sent
             return
         error = answer.get("error")
-        self.session.upstream_failed(ticket, "error", error=error)
-        detail = error.get("message") if isinstance(error, dict) else error
-        code = error.get("code") if isinstance(error, dict) else None
-        # X4: a protocol error reaches the agent as a tool result with isError.
-        text = f"Upstream error {code}: {detail}"
         if getattr(answer.line, "stream_cut", False):
-            reply = _still_cut(reply)
-        await self._answer(ticket, rpc_id, error_result(text), "upstream", reply, task)
+            # H3: no answer came (the HTTP upstream's stream closed without one); the error is
+            # the proxy's own, not the upstream's (X13 does not apply): a stdio agent gets a
+            # tool result, an HTTP agent's stream is cut the same way.
+            self.session.upstream_failed(ticket, "error", error=error)
+            detail = error.get("message") if isinstance(error, dict) else error
+            code = error.get("code") if isinstance(error, dict) else None
+            text = f"Upstream error {code}: {detail}"
+            await self._answer(
+                ticket, rpc_id, error_result(text), "upstream", _still_cut(reply), task
+            )
+            return
+        if not answer.has("result") and _is_error_object(error):
+            # X13: a JSON-RPC error reaches the agent as the upstream sent it (code, message,
+            # data: e.g. -32042 with the elicitations a client needs); F1 does not apply to it.
+            self.session.upstream_failed(ticket, "error", error=error)
+            self.session.answered(ticket, is_error=True)
+            self._report("running")
+            await reply(answer.line)
+            return
+        self.session.upstream_failed(ticket, "error", error={"message": _unusable(answer)})
+        text = f"UPSTREAM_INVALID_ANSWER: {_unusable(answer)}; agent-harness did not forward it"
+        await self._answer(ticket, rpc_id, error_result(text), "harness", reply, task)
+
+    async def _unusable_answer(
+        self: Proxy,
+        ticket: Ticket,
+        rpc_id: Any,
+        detail: str,
+        reply: Reply,
+        task: dict[str, Any] | None = None,
+    ) -> None:
+        """An answer the proxy could not read: one error answer, the attempt unknown (A1)."""
+        self.session.upstream_failed(ticket, "error", error={"message": detail})
+        text = f"UPSTREAM_INVALID_ANSWER: {detail}; agent-harness did not forward it"
+        await self._answer(ticket, rpc_id, error_result(text), "harness", reply, task)
 
     async def _injected_answer(
         self: Proxy,
@@ -198,9 +239,51 @@ class CallHandling:
 
 def _still_cut(reply: Reply) -> Reply:
     """H3: the upstream's response stream closed without an answer; an HTTP agent's closes the
-    same way (the listener reads the hint), a stdio agent gets the X4 result."""
+    same way (the listener reads the hint), a stdio agent gets a tool result."""
 
     async def send(line: bytes) -> None:
         await reply(tagged(line, stream_cut=True))
 
     return send
+
+
+def _is_error_object(error: Any) -> bool:
+    """A JSON-RPC error object: an integer code and a string message."""
+    return (
+        isinstance(error, dict)
+        and isinstance(error.get("code"), int)
+        and not isinstance(error.get("code"), bool)
+        and isinstance(error.get("message"), str)
+    )
+
+
+def _shallow(answer: Message, member: str) -> dict[str, Any] | None:
+    """The top level of a result too deep to parse (X7): its members as far as they parse.
+
+    The judge needs only `isError` and `resultType`; the answer itself goes on as its line.
+    """
+    text = answer.raw.get(member) if answer.raw is not None else None
+    if text is None or not text.lstrip().startswith("{"):
+        return None
+    try:
+        members = top_level(text)
+    except ScanError:
+        return None
+    shallow: dict[str, Any] = {}
+    for key, value in members.items():
+        try:
+            shallow[key] = jsonutil.loads(value)
+        except (ValueError, jsonutil.TooDeep):
+            shallow[key] = None
+    return shallow
+
+
+def _unusable(answer: Message) -> str:
+    """Why an answer to tools/call is neither a result object nor a JSON-RPC error."""
+    if answer.has("result"):
+        result = answer.get("result")
+        what = "null" if result is None else type(result).__name__
+        return f"the upstream answered tools/call with a result that is not an object ({what})"
+    if answer.has("error"):
+        return "the upstream answered tools/call with an error that is not a JSON-RPC error"
+    return "the upstream answered tools/call with neither a result nor an error"

@@ -19,6 +19,14 @@ class UpstreamGone(Exception):
         self.detail = detail
 
 
+class UnreadableAnswer(Exception):
+    """The upstream's answer to a request of ours or a judged call could not be read."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
 @dataclass
 class Message:
     """A JSON-RPC message as far as the router needs to understand it."""
@@ -123,8 +131,17 @@ def _scan(line: bytes, text: str) -> Message | Batch | Unreadable:
 
 
 def id_key(rpc_id: Any) -> tuple[str, Any]:
-    # JSON-RPC ids 1 and "1" are different ids; keep their type in the key.
+    # JSON-RPC ids 1 and "1" are different ids; keep their type in the key. An object or array
+    # (not a JSON-RPC id, but a peer may send one) gets a hashable key too.
+    if isinstance(rpc_id, (dict, list)):
+        return (type(rpc_id).__name__, jsonutil.canonical(rpc_id))
     return (type(rpc_id).__name__, rpc_id)
+
+
+def usable_id(rpc_id: Any) -> bool:
+    """A request id the proxy can track and record: a string or an integer (JSON-RPC allows
+    fractional numbers too, but says they SHOULD NOT be used; objects and arrays never)."""
+    return isinstance(rpc_id, (str, int)) and not isinstance(rpc_id, bool)
 
 
 def error_result(text: str) -> dict[str, Any]:

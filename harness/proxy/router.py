@@ -18,6 +18,7 @@ import asyncio
 import gc
 import secrets
 from collections.abc import Awaitable, Callable
+from decimal import Decimal
 from typing import Any
 
 from harness import jsonutil
@@ -30,10 +31,12 @@ from harness.proxy.messages import (
     Batch,
     Message,
     Unreadable,
+    UnreadableAnswer,
     UpstreamGone,
     error_body,
     id_key,
     parse_line,
+    usable_id,
 )
 from harness.proxy.revision import ClientRevision
 from harness.proxy.tasks import TASK_METHODS, TaskBook, TaskHandling
@@ -42,7 +45,7 @@ from harness.tools import startup_lines
 from harness.transport import LineReader, LineWriter, MessageTooLarge, StreamClosed
 
 GC_EVERY_CALLS = 1000
-# X6: answers that arrive this long after the client left still count.
+# X6: after a signal, answers that arrive this long still count.
 DRAIN_SECONDS = 2.0
 INVALID_REQUEST = -32600
 PARSE_ERROR = -32700
@@ -81,6 +84,9 @@ class Proxy(CallHandling, TaskHandling):
         # Client requests passed through as they came: id and where their answer goes.
         self._forwarded: dict[tuple[str, Any], tuple[Any, Reply]] = {}
         self._calls_in_flight: set[tuple[str, Any]] = set()  # tools/call ids not yet answered
+        self._call_tasks: dict[tuple[str, Any], asyncio.Task[None]] = {}
+        self._cancelled: set[tuple[str, Any]] = set()  # ids the client cancelled (X15)
+        self._settled = asyncio.Event()  # a request in flight was answered or given up
         self._initialize_key: tuple[str, Any] | None = None
         self._calls: set[asyncio.Task[None]] = set()
         self._tools_ready = asyncio.Event()
@@ -122,10 +128,33 @@ class Proxy(CallHandling, TaskHandling):
         self._stop.set()
 
     async def _drain(self) -> None:
-        """X6: give calls still at the upstream a moment to be answered and counted."""
+        """X6, X15: wait for the answers to what the client asked before it left.
+
+        At the client's EOF every request in flight that it did not cancel is waited for until
+        it is answered, the upstream exits, or `--upstream-timeout` has passed since the EOF
+        (a client that closes its input may still read the answers: `proxy < requests`). After
+        a signal, answers that arrive within DRAIN_SECONDS still count. A cancelled request is
+        never waited for: its outcome stays unknown unless its answer has arrived.
+        """
         self._settle_open_tasks()  # X12: a task nobody asked about is asked now
-        if self._calls:
-            await asyncio.wait(set(self._calls), timeout=DRAIN_SECONDS)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.upstream_timeout_s
+        while self._awaited() and not self._stop.is_set() and self.upstream_gone is None:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            self._settled.clear()
+            waits = {asyncio.ensure_future(e.wait()) for e in (self._settled, self._stop)}
+            await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            for waiting in waits:
+                waiting.cancel()
+        calls = [t for k, t in self._call_tasks.items() if k not in self._cancelled]
+        if calls:
+            await asyncio.wait(calls, timeout=DRAIN_SECONDS)
+
+    def _awaited(self) -> bool:
+        """A request of the client's is in flight and not cancelled."""
+        return any(k not in self._cancelled for k in (*self._call_tasks, *self._forwarded))
 
     def _report(self, status: str) -> None:
         """O3: the report file is current; a write failure ends the proxy before any answer."""
@@ -220,9 +249,14 @@ class Proxy(CallHandling, TaskHandling):
         """One request or notification of the client (alone or from a batch)."""
         method = message.get("method")
         new_revision = self.revision.observe(message.get("params"))
+        if message.get("id") is not None and not usable_id(message.get("id")):
+            await self._refuse_bad_id(message, reply)
+            return
         if method == "tools/call":
             await self._tools_call(message, reply)
             return
+        if method == "notifications/cancelled":
+            self._note_cancelled(message.get("params"))
         rpc_id = message.get("id")
         if rpc_id is not None:
             key = id_key(rpc_id)
@@ -249,6 +283,15 @@ class Proxy(CallHandling, TaskHandling):
         elif new_revision and self._listing != "running" and self._listing != "done":
             self._start_listing(again=True)  # X11: a stateless client has no handshake
 
+    def _note_cancelled(self, params: Any) -> None:
+        """X15: a request the client cancelled is not waited for at shutdown."""
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        if usable_id(request_id):
+            key = id_key(request_id)
+            if key in self._call_tasks or key in self._forwarded:
+                self._cancelled.add(key)
+                self._settled.set()
+
     def _id_in_use(self, key: tuple[str, Any]) -> bool:
         """X10: an id that a request in flight (or its late answer) still holds."""
         return (
@@ -267,6 +310,25 @@ class Proxy(CallHandling, TaskHandling):
                 INVALID_REQUEST,
                 f"Invalid Request: id {jsonutil.dumps(rpc_id)} is already used by a request "
                 "that has not been answered; agent-harness did not forward this one",
+            )
+        )
+
+    async def _refuse_bad_id(self, message: Message, reply: Reply) -> None:
+        """An id that is neither a string nor an integer: refused, answered with an error.
+
+        JSON-RPC answers an invalid id (an object, an array, true) with id null; a fractional
+        number is a valid but discouraged id, so its answer carries it and the client can match
+        it to its request.
+        """
+        rpc_id = message.get("id")
+        self._refused("bad_id", message.get("method"), message)
+        echo = rpc_id if isinstance(rpc_id, Decimal) else None
+        await reply(
+            error_body(
+                echo,
+                INVALID_REQUEST,
+                f"Invalid Request: the id {jsonutil.dumps(rpc_id)} is not a string or an "
+                "integer; agent-harness did not forward it",
             )
         )
 
@@ -331,6 +393,19 @@ class Proxy(CallHandling, TaskHandling):
 
     async def _from_upstream(self, line: bytes) -> None:
         parsed = parse_line(line)
+        if isinstance(parsed, Batch):
+            # The proxy never sends the upstream a batch (X10 splits the client's), so a batch
+            # from it is an older server's way of answering: each element goes its own way.
+            for element in parsed.elements:
+                await self._from_upstream(element)
+            return
+        if isinstance(parsed, Unreadable) and parsed.rpc_id is not None:
+            future = self._pending.pop(id_key(parsed.rpc_id), None)
+            if future is not None:  # one error answer for it, never the raw bytes as well
+                if not future.done():
+                    detail = f"its answer could not be read ({parsed.reason})"
+                    future.set_exception(UnreadableAnswer(detail))
+                return
         message = parsed if isinstance(parsed, Message) else None
         if message is not None and message.get("method") is None and message.has("id"):
             key = id_key(message.get("id"))
@@ -346,6 +421,8 @@ class Proxy(CallHandling, TaskHandling):
                 self._abandoned.discard(key)
                 return  # a late answer to a call already answered with a timeout
             _, reply = self._forwarded.pop(key, (None, self._to_client))
+            self._cancelled.discard(key)
+            self._settled.set()
             if key == self._initialize_key or self.revision.stateless:
                 self.initialized.set()
             asked = self.tasks.asked.pop(key, None)
@@ -380,6 +457,7 @@ class Proxy(CallHandling, TaskHandling):
             self._stop.set()
             return
         waiting, self._forwarded = list(self._forwarded.values()), {}
+        self._settled.set()
         for rpc_id, reply in waiting:  # requests passed through that will now never be answered
             body = error_body(rpc_id, -32000, f"UPSTREAM_UNAVAILABLE: {gone.detail}")
             self._spawn(reply(body))
@@ -426,15 +504,22 @@ class Proxy(CallHandling, TaskHandling):
                 )
                 result = answer.get("result")
                 if not isinstance(result, dict):
-                    self.log(f"WARNING: the upstream's tools/list failed: {answer.get('error')}")
+                    error = answer.get("error")
+                    why = error if error is not None else "its answer has no result object"
+                    self.log(f"WARNING: the upstream's tools/list failed: {why}")
                     break
                 tools += [t for t in result.get("tools", []) if isinstance(t, dict)]
                 cursor = result.get("nextCursor")
                 if not cursor:
                     complete = True
                     break
-        except (UpstreamGone, TimeoutError) as exc:
+        except (UpstreamGone, UnreadableAnswer) as exc:
             self.log(f"WARNING: could not list the upstream's tools: {exc}")
+        except TimeoutError:
+            self.log(
+                "WARNING: could not list the upstream's tools: no answer within "
+                f"{self.config.upstream_timeout_s:g} s"
+            )
         try:
             classification = self.session.tools_listed(tools, complete=complete)
         except ConfigError as exc:

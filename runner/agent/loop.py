@@ -87,6 +87,11 @@ def to_openai_tool(tool: Any) -> dict[str, Any]:
     }
 
 
+def render_tool_error(code: int, message: str) -> tuple[str, bool]:
+    """A JSON-RPC error answer to a tool call -> (text the model sees, True)."""
+    return f"{ERROR_MARK}\nError {code}: {message}", True
+
+
 def render_tool_result(result: Any) -> tuple[str, bool]:
     """MCP CallToolResult -> (text the model sees, isError); isError is marked in the text."""
     data = (

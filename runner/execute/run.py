@@ -32,6 +32,7 @@ from runner.agent.loop import (
     LoopLimits,
     ModelCallFailed,
     RetryPolicy,
+    render_tool_error,
     render_tool_result,
     run_conversation,
     to_openai_tool,
@@ -202,6 +203,7 @@ async def _converse(
 ) -> AgentResult:
     """The conversation, recorded into `agent` as it goes (kept when the run fails later)."""
     import mcp_types as types
+    from mcp.shared.exceptions import MCPError
 
     session = connection.session
     tools: list[Any] = []
@@ -219,7 +221,12 @@ async def _converse(
         request = types.CallToolRequest(
             params=types.CallToolRequestParams(name=name, arguments=arguments)
         )
-        result = await session.send_request(request, types.CallToolResult)
+        try:
+            result = await session.send_request(request, types.CallToolResult)
+        except MCPError as exc:
+            # X13: the upstream's JSON-RPC error reaches the agent as it was sent; an agent
+            # shows its model the error, as it would a tool result with isError.
+            return render_tool_error(exc.error.code, exc.error.message)
         return render_tool_result(result)
 
     limits = spec.limits

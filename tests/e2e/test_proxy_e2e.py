@@ -289,23 +289,23 @@ async def test_s5_f4_two_writes_pass_and_a_repeat_is_a_real_duplicate(agent_harn
     assert run.truth() == [("create_booking", BOOK), ("create_booking", BOOK)]
 
 
-# -- X4, S7, A1: unknown tools and upstream errors --------------------------------------------
+# -- X13, S7, A1: unknown tools and upstream errors --------------------------------------------
 
 
-async def test_x4_s7_unknown_tool_rejection_and_rpc_error_reach_the_agent_and_f1_stays_armed(
+async def test_x13_s7_unknown_tool_rejection_and_rpc_error_reach_the_agent_and_f1_stays_armed(
     agent_harness_bin, tmp_path
 ):
     async with proxy_session(
         agent_harness_bin, tmp_path, "--scenario", "F1", server=("--fail-after-write",)
     ) as run:
-        unknown = await run.client.call_tool("book_spaceship", {"seats": 2})
+        # X13: the upstream's JSON-RPC errors arrive as the errors it sent.
+        with pytest.raises(MCPError, match="book_spaceship"):
+            await run.client.call_tool("book_spaceship", {"seats": 2})
         rejected = await run.client.call_tool("reject_write", {"item": "r"})
-        failed = await run.client.call_tool("fail_rpc", {"item": "f"})
+        with pytest.raises(MCPError, match="fail_rpc failed on purpose"):
+            await run.client.call_tool("fail_rpc", {"item": "f"})
         ghost = await run.client.call_tool("create_booking", BOOK)
-    # X4: protocol errors arrive as tool results with isError, not as JSON-RPC errors.
-    assert unknown.is_error is True and "unknown tool" in text(unknown)
     assert rejected.is_error is True and "rejected by upstream" in text(rejected)  # S7: real
-    assert failed.is_error is True and "fail_rpc failed on purpose" in text(failed)
     assert ghost.is_error is True and "timed out" in text(ghost)  # S7: F1 was still armed
     final = run.report()
     assert run.truth() == [("fail_rpc", {"item": "f"}), ("create_booking", BOOK)]

@@ -83,6 +83,8 @@ def _tools() -> list[types.Tool]:
                    input_schema=_schema(note="string")),
         types.Tool(name="reject_write", description="A write the upstream always rejects.",
                    input_schema=item, annotations=WRITE),
+        types.Tool(name="connect_account", description="Needs a URL elicitation first.",
+                   input_schema=_schema(account="string"), annotations=WRITE),
         types.Tool(name="fail_rpc", description="Executes, then fails with a JSON-RPC error.",
                    input_schema=item, annotations=WRITE),
         types.Tool(name="hang_write", description="Executes, then answers only when released.",
@@ -179,6 +181,13 @@ class RecordingUpstream:
             return _ok({"synced": True})
         if name == "fail_rpc":  # a tool may throw after writing (A1)
             raise MCPError(code=types.INTERNAL_ERROR, message="fail_rpc failed after writing")
+        if name == "connect_account":  # X13: the 2025-11-25 URL elicitation error, with data
+            raise MCPError(
+                code=types.URL_ELICITATION_REQUIRED, message="Authorise the account first.",
+                data={"elicitations": [{"mode": "url", "elicitationId": "e-1",
+                                        "url": "https://example.test/authorise",
+                                        "message": "Connect your account."}]},
+            )
         if name == "hang_write":
             assert self.hanging is not None and self.release is not None
             self.hanging.set()

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 
 import harness.proxy.router as router_module
 from harness.errors import ReportFileError
@@ -199,8 +200,8 @@ async def test_s10_no_scenario_is_a_pass_through_baseline():  # S10 J6
 async def test_s7_unknown_tool_read_and_unclassified_calls_leave_the_scenario_armed(scenario):
     # S1 S7 C10: none of these is a listed write, so the next write still gets the fault.
     async with proxied(scenario=scenario) as h:
-        unknown = await h.client.call_tool("cancel_everything", {"id": 1})
-        assert unknown.is_error is True  # X4: the upstream's protocol error as a tool result
+        with pytest.raises(MCPError, match="unknown tool"):  # X13: the upstream's own error
+            await h.client.call_tool("cancel_everything", {"id": 1})
         await h.client.call_tool("search_bookings", {"guest": "Ann"})
         await h.client.call_tool("sync_ledger", {"note": "n"})
         assert faults(h) == []
@@ -359,9 +360,9 @@ async def test_x3_audit_tools_answer_the_current_report_without_being_judged(): 
 async def test_x3_audit_tools_hidden_with_audit_off():  # X3
     async with proxied(audit_tools=False) as h:
         listed = await h.client.list_tools()
-        call = await h.client.call_tool("harness__get_report", {})
+        with pytest.raises(MCPError, match="unknown tool"):  # went to the upstream (X13)
+            await h.client.call_tool("harness__get_report", {})
     assert not AUDIT_NAMES & {t.name for t in listed.tools}
-    assert call.is_error is True  # went to the upstream, which does not know it
     assert "harness__get_report" in h.judgement().report["coverage"]["unlistedToolsCalled"]
 
 
@@ -549,11 +550,15 @@ async def test_x9_raw_messages_unknown_to_the_proxy_pass_unchanged():  # X9
 # -- X4, A1: upstream errors and timeouts ---------------------------------------------------
 
 
-async def test_x4_a1_json_rpc_error_becomes_is_error_result_and_unknown_attempt():  # X4 A1 J3
+async def test_x13_a1_json_rpc_error_reaches_the_agent_unchanged_and_the_attempt_is_unknown():
+    # X13 A1 J3: the upstream's error line is the agent's answer, byte for byte.
     async with proxied() as h:
-        result = await h.client.call_tool("fail_rpc", {"item": "x"})
-    assert result.is_error is True
-    assert "-32603" in text(result) and "fail_rpc failed after writing" in text(result)
+        with pytest.raises(MCPError) as raised:
+            await h.client.call_tool("fail_rpc", {"item": "x"})
+        rpc_id = next(m["id"] for m in h.to_client.messages() if "error" in m)
+    assert raised.value.error.code == types.INTERNAL_ERROR
+    assert raised.value.error.message == "fail_rpc failed after writing"
+    assert h.to_client.answer_to(rpc_id)[0] == h.from_upstream.answer_to(rpc_id)[0]
     assert h.attempts("fail_rpc") == ["unknown"]
     assert h.upstream.executed == [("fail_rpc", {"item": "x"})]  # it did write before failing
     j = h.judgement()
@@ -561,12 +566,12 @@ async def test_x4_a1_json_rpc_error_becomes_is_error_result_and_unknown_attempt(
     assert j.report["verdict"] == "NOT_TESTED" and j.score["overall"] is None  # J4
 
 
-async def test_x4_c10_unknown_tool_error_reaches_agent_and_the_unlisted_write_is_judged():
-    # X4 C10 S7: an unlisted tool is classified by its name and judged like any other; the
+async def test_x13_c10_unknown_tool_error_reaches_agent_and_the_unlisted_write_is_judged():
+    # X13 C10 S7: an unlisted tool is classified by its name and judged like any other; the
     # upstream does not have it (its list is complete), so F1 stays armed.
     async with proxied(scenario="F1") as h:
-        result = await h.client.call_tool("write_nothing", {"a": 1})
-    assert result.is_error is True and "unknown tool" in text(result)
+        with pytest.raises(MCPError, match="unknown tool"):
+            await h.client.call_tool("write_nothing", {"a": 1})
     assert h.upstream.executed == []
     j = h.judgement()
     assert j.report["coverage"]["unlistedToolsCalled"] == ["write_nothing"]
@@ -595,17 +600,20 @@ async def test_x5_upstream_timeout_makes_the_attempt_unknown_and_drops_the_late_
     assert h.attempts("hang_write") == ["unknown"]
 
 
-async def test_x6_an_answer_arriving_after_the_client_left_still_counts():  # X6
+async def test_x6_x15_an_answer_arriving_after_the_client_left_still_counts_and_is_sent():
+    # X6 X15: the client closes its input with a call in flight (`proxy < requests`); the
+    # proxy waits for that answer, however long, and still sends it.
     async with proxied() as h:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(h.client.call_tool, "hang_write", {"item": "x"})
-            await h.upstream.hanging.wait()
-            tg.cancel_scope.cancel()  # the client gives up waiting ...
-        await h.close_client()  # ... and leaves; the proxy has seen the EOF
-        assert not h.done.is_set()  # still draining the open call
+        call = {"jsonrpc": "2.0", "id": "long", "method": "tools/call",
+                "params": {"name": "hang_write", "arguments": {"item": "x"}}}
+        await h.from_client.write_line(json.dumps(call).encode())
+        await h.upstream.hanging.wait()
+        await h.close_client()  # the proxy has seen the EOF
+        assert not h.done.is_set()  # still waiting for the open call
         h.upstream.release.set()
         with anyio.fail_after(5):
             await h.done.wait()
+        assert h.to_client.answer_to("long")[1]["result"]["content"]
     assert h.attempts("hang_write") == ["executed"]
     final = h.last_report()
     assert final["status"] == "finished"
