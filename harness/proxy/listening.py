@@ -74,6 +74,7 @@ async def serve_listening(
             write_report=report.write_pieces if report else None,
             log=log,
             describe_upstream_exit=upstream.describe_exit,
+            wait_at_eof=False,  # an ended session has no stream left to answer on: X6's 2 s
         )
         lane.task = asyncio.create_task(run_lane(proxy, upstream))
 

@@ -66,6 +66,7 @@ class Proxy(CallHandling, TaskHandling):
         write_report: Callable[[list[tuple[Any, bytes]]], None] | None = None,
         log: Callable[[str], None] = lambda line: None,
         describe_upstream_exit: Callable[[], str] = lambda: "the upstream closed its output",
+        wait_at_eof: bool = True,
     ) -> None:
         self.config = config
         self.session = session
@@ -74,6 +75,7 @@ class Proxy(CallHandling, TaskHandling):
         self.write_report = write_report
         self.log = log
         self.describe_upstream_exit = describe_upstream_exit
+        self.wait_at_eof = wait_at_eof  # False where an EOF leaves no way to answer (HTTP)
         self.revision = ClientRevision()
         self.tasks = TaskBook()
         self._token = secrets.token_hex(4)
@@ -139,7 +141,12 @@ class Proxy(CallHandling, TaskHandling):
         self._settle_open_tasks()  # X12: a task nobody asked about is asked now
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.upstream_timeout_s
-        while self._awaited() and not self._stop.is_set() and self.upstream_gone is None:
+        while (
+            self.wait_at_eof
+            and self._awaited()
+            and not self._stop.is_set()
+            and self.upstream_gone is None
+        ):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
