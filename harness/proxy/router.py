@@ -93,6 +93,7 @@ class Proxy(CallHandling, TaskHandling):
         self._calls: set[asyncio.Task[None]] = set()
         self._tools_ready = asyncio.Event()
         self._listing: str | None = None  # None, "running", "done" or "failed"
+        self._printed_table: list[str] = []  # the classification table last printed
         self.initialized = asyncio.Event()
         self.upstream_gone: UpstreamGone | None = None
         self.end_reason = "client closed the connection"
@@ -133,35 +134,33 @@ class Proxy(CallHandling, TaskHandling):
         """X6, X15: wait for the answers to what the client asked before it left.
 
         At the client's EOF every request in flight that it did not cancel is waited for until
-        it is answered, the upstream exits, or `--upstream-timeout` has passed since the EOF
-        (a client that closes its input may still read the answers: `proxy < requests`). After
+        it is answered or the upstream exits; a call at most its own `--upstream-timeout`, a
+        request passed through at most `--upstream-timeout` after the EOF (a client that closes
+        its input may still read the answers: `proxy < requests`). After
         a signal, answers that arrive within DRAIN_SECONDS still count. A cancelled request is
         never waited for: its outcome stays unknown unless its answer has arrived.
         """
         self._settle_open_tasks()  # X12: a task nobody asked about is asked now
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.upstream_timeout_s
-        while (
-            self.wait_at_eof
-            and self._awaited()
-            and not self._stop.is_set()
-            and self.upstream_gone is None
-        ):
+        while self.wait_at_eof and not self._stop.is_set() and self.upstream_gone is None:
+            # A call ends by itself (answer, --upstream-timeout, upstream gone); a request only
+            # passed through has no timeout of its own, so the deadline bounds it.
+            calls = any(k not in self._cancelled for k in self._call_tasks)
+            passed = any(k not in self._cancelled for k in self._forwarded)
             remaining = deadline - loop.time()
-            if remaining <= 0:
+            if not calls and not (passed and remaining > 0):
                 break
             self._settled.clear()
             waits = {asyncio.ensure_future(e.wait()) for e in (self._settled, self._stop)}
-            await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                waits, timeout=None if calls else remaining, return_when=asyncio.FIRST_COMPLETED
+            )
             for waiting in waits:
                 waiting.cancel()
         calls = [t for k, t in self._call_tasks.items() if k not in self._cancelled]
         if calls:
             await asyncio.wait(calls, timeout=DRAIN_SECONDS)
-
-    def _awaited(self) -> bool:
-        """A request of the client's is in flight and not cancelled."""
-        return any(k not in self._cancelled for k in (*self._call_tasks, *self._forwarded))
 
     def _report(self, status: str) -> None:
         """O3: the report file is current; a write failure ends the proxy before any answer."""
@@ -533,8 +532,11 @@ class Proxy(CallHandling, TaskHandling):
             self.fatal = exc
             self._stop.set()
             return
-        for line in startup_lines(classification, self.config.classifier.key_fields):
-            self.log(line)
+        lines = startup_lines(classification, self.config.classifier.key_fields)
+        if lines != self._printed_table:  # a list_changed with the same tools prints nothing
+            self._printed_table = lines
+            for line in lines:
+                self.log(line)  # escaped by the log (V6)
         self._listing = "done" if complete else "failed"
         self._tools_ready.set()
         self._report("running")

@@ -48,7 +48,8 @@ def lines(*messages: Any) -> bytes:
 
 def truth(tmp_path: Path) -> list[dict[str, Any]]:
     path = tmp_path / "truth.jsonl"
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    found = [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    return [entry for entry in found if "tool" in entry]
 
 
 def answers(out: bytes) -> dict[Any, dict[str, Any]]:

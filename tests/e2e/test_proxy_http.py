@@ -20,6 +20,7 @@ from typing import Any
 import aiohttp
 import anyio
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests.e2e.httpkit import (
     DEADLINE_S,
@@ -288,8 +289,8 @@ async def test_h1_a_stdio_agent_gets_a_new_upstream_session_when_the_upstream_fo
         async with mcp_client(argv=argv) as client:
             first = await client.call_tool("create_booking", BOOK)
             assert not first.is_error
-            lost = await client.call_tool("create_booking", {**BOOK, "guest": "Bob"})
-            assert lost.is_error  # met the 404: answered with an error, not re-sent
+            with pytest.raises(MCPError, match="Session"):  # met the 404: its error (X13),
+                await client.call_tool("create_booking", {**BOOK, "guest": "Bob"})  # not re-sent
             again = await client.call_tool("create_booking", {**BOOK, "guest": "Cy"})
             assert not again.is_error  # a new upstream session
     guests = [row["arguments"]["guest"] for row in executions(truth, "create_booking")]

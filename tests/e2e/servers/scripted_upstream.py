@@ -11,10 +11,12 @@ Each `tools/call` of a tool takes the next action of its list (the last one repe
     {"hang": true}             no answer at all
     {"delay": S, ...}          answer after S seconds (a long call; other lines wait too)
     {"notify": [...], ...}     these messages first (e.g. notifications/tools/list_changed)
+    {"before": ["BASE64"], ...} these raw lines first (garbage the proxy must survive)
 
 "list": "batch" answers the proxy's own `tools/list` wrapped in a JSON array, as a 2025-03-26
 server answering a batch would. Every `tools/call` that reaches this upstream is appended to
-TRUTH.jsonl before it is answered (ground truth: what really executed).
+TRUTH.jsonl before it is answered (ground truth: what really executed); its first line names
+this process and its process group.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ def main() -> None:
     truth = open(sys.argv[2], "a", encoding="utf-8")
     used: dict[str, int] = {}
     out = sys.stdout.buffer
+    truth.write(json.dumps({"started": os.getpid(), "pgid": os.getpgid(0)}) + "\n")
+    truth.flush()
 
     def send(body: object) -> None:
         out.write(json.dumps(body).encode() + b"\n")
@@ -39,7 +43,7 @@ def main() -> None:
     for raw in sys.stdin.buffer:
         try:
             message = json.loads(raw.decode("utf-8", "surrogatepass"))
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(message, dict) or "method" not in message or "id" not in message:
             continue
@@ -64,6 +68,9 @@ def main() -> None:
             used[name] = used.get(name, 0) + 1
             for note in action.get("notify", []):
                 send(note)
+            for raw_line in action.get("before", []):
+                out.write(base64.b64decode(raw_line) + b"\n")
+                out.flush()
             if action.get("hang"):
                 continue
             time.sleep(action.get("delay", 0))
