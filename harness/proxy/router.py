@@ -158,7 +158,10 @@ class Proxy(CallHandling, TaskHandling):
             )
             for waiting in waits:
                 waiting.cancel()
-        calls = [t for k, t in self._call_tasks.items() if k not in self._cancelled]
+        # Every task still running counts (a call's, or the X12 fetch of a task's result), but
+        # not the handling of a call the client cancelled.
+        cancelled = {self._call_tasks[k] for k in self._cancelled if k in self._call_tasks}
+        calls = [t for t in self._calls if t not in cancelled]
         if calls:
             await asyncio.wait(calls, timeout=DRAIN_SECONDS)
 
