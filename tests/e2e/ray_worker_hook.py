@@ -24,3 +24,23 @@ def forbid_store() -> None:
         raise RuntimeError("a Ray worker tried to open a DuckDB store")
 
     duckdb.connect = refuse
+    if os.environ.get("AGENT_HARNESS_TEST_HOLD_RUNS"):
+        _hold_runs(marks)
+
+
+def _hold_runs(marks: Path) -> None:
+    """On a node started to be killed: every run blocks until the node dies, after a mark.
+
+    The node-kill test then kills the node while it certainly holds runs, however fast the
+    scripted runs are and however long the kill takes.
+    """
+    import threading
+
+    from runner.execute import ray_executor
+
+    def held(coro: Any) -> Any:
+        coro.close()
+        (marks / f"held-{os.getpid()}").touch()
+        threading.Event().wait()  # ends with the process, when the node is killed
+
+    ray_executor._on_worker = held

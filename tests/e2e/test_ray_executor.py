@@ -124,7 +124,11 @@ def local(spec_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 def test_g1_a_node_killed_mid_sweep_loses_no_run_and_stores_none_twice(  # G1
     cluster: Any, spec_path: Path, local: dict[str, tuple], tmp_path: Path
 ) -> None:
-    worker = cluster.add_node(num_cpus=2, object_store_memory=100 * MB)
+    # The worker node's runs block once started (ray_worker_hook._hold_runs): it dies with runs
+    # on it, never after finishing them; the head's 1 CPU runs the rest.
+    worker = cluster.add_node(
+        num_cpus=2, object_store_memory=100 * MB, env_vars={"AGENT_HARNESS_TEST_HOLD_RUNS": "1"}
+    )
     cluster.wait_for_nodes()
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -142,9 +146,8 @@ def test_g1_a_node_killed_mid_sweep_loses_no_run_and_stores_none_twice(  # G1
     killer: list[threading.Thread] = []
 
     def kill_when_under_way(progress: Progress, record: RunRecord) -> None:
-        # Both nodes are busy by now (4 runs in flight, 3 CPUs): the worker node dies with
-        # runs on it.
-        if progress.done == 8 and not killer:
+        # Killed once a run is known to be held on the worker node: it dies with runs on it.
+        if not killer and any(marks.glob("held-*")):
             killer.append(threading.Thread(target=cluster.remove_node, args=(worker, False)))
             killer[0].start()
 
