@@ -180,9 +180,7 @@ class CallHandling:
             self._report("running")
             await reply(answer.line)
             return
-        self.session.upstream_failed(ticket, "error", error={"message": _unusable(answer)})
-        text = f"UPSTREAM_INVALID_ANSWER: {_unusable(answer)}; agent-harness did not forward it"
-        await self._answer(ticket, rpc_id, error_result(text), "harness", reply, task)
+        await self._unusable_answer(ticket, rpc_id, _unusable(answer), reply, task)
 
     async def _unusable_answer(
         self: Proxy,
