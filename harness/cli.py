@@ -8,12 +8,14 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from harness import __version__, jsonutil
 from harness.errors import HarnessError
+from harness.textsafe import terminal
 
 PROXY_CONTEXT = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
 
@@ -122,8 +124,38 @@ def version_callback(value: bool) -> None:
         raise typer.Exit(0)
 
 
-def stderr_line(message: str) -> None:
-    print(f"[agent-harness] {message}", file=sys.stderr, flush=True)
+class OneLineErrors(TyperGroup):
+    """The top-level command group: a usage error (an unknown option or command, a bad or
+    missing value) is one line on stderr and exit code 1, like every other bad input.
+
+    Typer's own way is a boxed multi-line message and exit code 2, which `sweep` uses to say
+    "regression": a mistyped flag in CI must not read as one.
+    """
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except typer.TyperException as exc:
+            if not standalone_mode:
+                raise
+            typer.echo(usage_error_line(exc), err=True)
+            sys.exit(1)
+        except typer.Abort:  # end of input where a command read from it, as Typer says it
+            if not standalone_mode:
+                raise
+            typer.echo("Aborted!", err=True)
+            sys.exit(1)
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_error_line(exc: typer.TyperException) -> str:
+    """`agent-harness run: error: No such option: --bogus; see agent-harness run --help`."""
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "agent-harness"
+    message = terminal(" ".join(exc.format_message().split())).rstrip(".")
+    return f"{command}: error: {message}; see {command} --help"
 
 
 HARNESS_HELP = (
@@ -137,13 +169,14 @@ def harness_app(help: str = HARNESS_HELP) -> typer.Typer:
     app = typer.Typer(
         name="agent-harness",
         help=help,
-        no_args_is_help=True,
+        cls=OneLineErrors,
         add_completion=False,
         pretty_exceptions_enable=False,
     )
 
-    @app.callback()
+    @app.callback(invoke_without_command=True)
     def _root(
+        ctx: typer.Context,
         version: Annotated[
             bool,
             typer.Option(
@@ -154,7 +187,8 @@ def harness_app(help: str = HARNESS_HELP) -> typer.Typer:
             ),
         ] = False,
     ) -> None:
-        pass
+        if ctx.invoked_subcommand is None:  # a bare `agent-harness`: what it can do
+            typer.echo(ctx.get_help())
 
     register(app)
     return app
