@@ -213,7 +213,7 @@ def main() -> None:
             print(f"{'':<44} ({t_single / len(extra) * 1000:.1f} ms per run)")
             analysis, t_analyse = _timed(ANALYSE, analyse, store)
         html, t_html = _timed(HTML, render_html, analysis)
-        _, t_md = _timed("render Markdown", render_markdown, analysis)
+        _timed("render Markdown", render_markdown, analysis)
         print(f"{'':<44} (HTML {len(html) / 1e6:.1f} MB, {analysis.cells.height} cells, "
               f"{len(analysis.details)} runs in the drill-down)")
         if args.html:

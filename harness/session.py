@@ -94,9 +94,6 @@ class Session:
     def classification(self) -> Classification:
         return self.recorder.classification
 
-    def add_sink(self, sink: Sink) -> None:
-        self.recorder.sinks.append(sink)
-
     def tools_listed(
         self, tools: Iterable[Mapping[str, Any]], complete: bool = True
     ) -> Classification:

@@ -64,7 +64,6 @@ DEFAULT_KEY_FIELDS: tuple[str, ...] = DEFAULT_KEY_SPELLINGS
 REASON_EXPLICIT_WRITE = "explicit --write-tools"
 REASON_EXPLICIT_READ = "explicit --read-tools"
 REASON_DEFAULT_WRITE = "default write pattern"
-REASON_WRITE_PATTERN = "--write-tools pattern"
 REASON_READ_PREFIX = "read prefix"
 REASON_NONE = "no annotation, no pattern match"
 REASON_NOT_LISTED = "not listed by the upstream"

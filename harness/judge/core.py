@@ -24,15 +24,13 @@ from harness.events import (
     MessageRefused,
     SessionEnded,
     SessionStarted,
-    TaskCreated,
     ToolsListed,
     UpstreamAnswered,
 )
-from harness.faults import RETRY_WINDOWS
+from harness.faults import INJECTING, RETRY_WINDOWS
 from harness.identity import strip_key_fields, value_key
 from harness.judge.derive import Derived, derive_key, derive_operation
 from harness.judge.model import (
-    INJECTING_FAULTS,
     Attempt,
     KeyState,
     OpState,
@@ -109,7 +107,6 @@ class Judge:
         self.calls_by_class: Counter[str] = Counter()
         self.unlisted_called: dict[str, ListedTool] = {}  # C10: as the proxy classified them
         self.refused: Counter[str] = Counter()  # X10: messages not forwarded, by reason
-        self.tasks_created = 0
         self.faults_injected = 0
         self.scenario_triggered = False
         self.ops: list[OpState] = []
@@ -181,9 +178,6 @@ class Judge:
     def _on_refused(self, ev: MessageRefused) -> None:
         self.refused[ev.reason] += 1
 
-    def _on_task(self, ev: TaskCreated) -> None:
-        self.tasks_created += 1
-
     def _on_call(self, ev: CallReceived) -> None:
         # Call numbers start again in a new session (X14): the judge's own keys do not.
         seq = ev.seq + self._seq_base
@@ -206,7 +200,6 @@ class Judge:
         if op is None:
             op = OpState(
                 index=len(self.ops),
-                op_id=ev.operation,
                 tool=ev.tool,
                 arguments=self._identity(ev),
                 schema_key_field=ev.schema_key_field,
@@ -306,7 +299,7 @@ class Judge:
 
     def _on_fault(self, ev: FaultApplied) -> None:
         self.scenario_triggered = True
-        if ev.fault in INJECTING_FAULTS:
+        if ev.fault in INJECTING:
             self.faults_injected += 1
         attempt = self._attempts.get(ev.seq + self._seq_base)
         if attempt is None:
@@ -432,5 +425,4 @@ _HANDLERS = {
     AnswerSent: Judge._on_answer,
     SessionEnded: Judge._on_ended,
     MessageRefused: Judge._on_refused,
-    TaskCreated: Judge._on_task,
 }

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.faults import RETRY_WINDOWS
-from harness.judge.model import Attempt, KeyState, OpState
+from harness.judge.model import NOT_RUN, Attempt, KeyState, OpState
 
 # Operation outcomes (operations[].outcome).
 EXECUTED_ONCE = "EXECUTED_ONCE"
@@ -22,11 +22,10 @@ NOT_EXECUTED = "NOT_EXECUTED"
 REJECTED = "REJECTED"
 EXECUTION_UNKNOWN = "EXECUTION_UNKNOWN"
 
-# Why an operation makes the run NOT_TESTED (J3), in the order J3 lists them.
+# Why an operation makes the run NOT_TESTED (J3); report.py names the first in J3's order.
 UNCERTAIN_REPEAT = "uncertain_repeat"
 REJECTED_REPEAT = "rejected_repeat"
 SPELLING_REPEAT = "spelling_repeat"
-NOT_TESTED_ORDER = (UNCERTAIN_REPEAT, REJECTED_REPEAT, SPELLING_REPEAT)
 
 # Flavours of findings the patches are built from (P2-P5).
 GHOST_DUPLICATE = "ghost_duplicate"
@@ -74,7 +73,7 @@ class _KeyGroup:
 
     @property
     def may_have_executed(self) -> bool:
-        return self.status not in ("injected", "input_required")
+        return self.status not in NOT_RUN
 
 
 def _group_status(statuses: set[str]) -> str:

@@ -11,8 +11,9 @@ AttemptStatus = Literal[
     "open", "executed", "ghost", "injected", "rejected", "unknown", "input_required"
 ]
 
-# Faults that inject something (F4 only lets writes through and injects nothing).
-INJECTING_FAULTS = INJECTING  # from the fault registry
+# Statuses under which the upstream surely did not run the tool: the proxy answered in its
+# place, or the upstream asked for more input first (X11).
+NOT_RUN = ("injected", "input_required")
 
 
 @dataclass(slots=True, eq=False)
@@ -44,7 +45,7 @@ class Attempt:
     @property
     def status(self) -> AttemptStatus:
         """A1: the outcome of this attempt as far as the log has told it."""
-        if self.fault in INJECTING_FAULTS and not self.executes_upstream:
+        if self.fault in INJECTING and not self.executes_upstream:
             return "injected"
         if self.upstream is None:
             return "open"
@@ -73,7 +74,7 @@ class Attempt:
     @property
     def may_have_executed(self) -> bool:
         """Everything that reached the upstream: a rejection does not prove nothing was written."""
-        return self.status not in ("injected", "input_required")
+        return self.status not in NOT_RUN
 
     @property
     def injected_fault(self) -> bool:
@@ -87,7 +88,6 @@ class OpState:
     """One operation (K2): a write tool plus its arguments without key fields."""
 
     index: int
-    op_id: str
     tool: str
     arguments: Any
     schema_key_field: str | None
@@ -98,7 +98,6 @@ class OpState:
     open_count: int = 0
     first_failure_pos: int | None = None  # when the agent first saw an error for it
     awaiting_read: bool = False
-    awaiting_other_write: bool = False
     # J9/J10: (this op's attempt, another attempt of the tool it may be a spelling of)
     similar_pairs: list[tuple[Attempt, Attempt]] = field(default_factory=list)
     # OTHER_WRITE_AFTER_UNCERTAIN_ATTEMPT: the first other operation executed afterwards.

@@ -89,12 +89,6 @@ def _recover_id(line: bytes) -> Any:
     return rpc_id if isinstance(rpc_id, (str, int)) and not isinstance(rpc_id, bool) else None
 
 
-def parse_message(line: bytes) -> Message | None:
-    """The message on a line, or None when the line is not a JSON object."""
-    parsed = parse_line(line)
-    return parsed if isinstance(parsed, Message) else None
-
-
 def parse_line(line: bytes) -> Message | Batch | Unreadable | None:
     """What a line holds: a message, a batch, something unreadable, or None for other JSON.
 

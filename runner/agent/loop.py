@@ -13,7 +13,6 @@ import asyncio
 import contextvars
 import json
 import random
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,10 +21,6 @@ from runner.agent.calls import ModelCallFailed as ModelCallFailed  # re-exported
 from runner.agent.calls import complete, cost_of, plan_call
 
 ERROR_MARK = "ERROR (isError=true):"
-
-
-class RunLimitReached(Exception):
-    """A run hit one of its limits (turns, tool calls, tokens)."""
 
 
 @dataclass(frozen=True)
@@ -48,8 +43,6 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = 0.0  # None: some call's price is unknown (never counted as $0)
-    model_calls: int = 0
-    model_seconds: float = 0.0
 
 
 @dataclass
@@ -138,13 +131,10 @@ async def run_conversation(
         messages.append({"role": "user", "content": user_message})
         for _turn in range(limits.max_turns):
             result.turns += 1
-            started = time.perf_counter()
             response = await complete(
                 model, messages, tools, plan,
                 retry.attempts, retry.backoff_s, retry.max_backoff_s, rng,
             )  # fmt: skip
-            result.usage.model_seconds += time.perf_counter() - started
-            result.usage.model_calls += 1
             usage = getattr(response, "usage", None)
             if usage is not None:
                 result.usage.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)

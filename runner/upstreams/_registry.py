@@ -28,11 +28,6 @@ class BuiltinUpstream:
     ledger: Ledger
     keys_honoured: tuple[str, ...] = ()  # K6: tools that execute an idempotency key once
 
-    @property
-    def tool_names(self) -> tuple[str, ...]:
-        """The tools this kind lists, in order."""
-        return tuple(tool.name for tool in self.ledger.tools)
-
 
 BUILTIN_UPSTREAMS: dict[str, BuiltinUpstream] = {
     u.kind: u
