@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from runner.records import DuplicateRow
+
 Attribution = Literal["same_turn", "replan", "after_follow_up", "client_retry"]
 ATTRIBUTIONS: tuple[Attribution, ...] = ("same_turn", "replan", "after_follow_up", "client_retry")
 
@@ -32,22 +34,6 @@ ATTRIBUTION_MEANINGS: dict[str, str] = {
     "after_follow_up": "the model asked again after a new user message ('please try again')",
     "client_retry": "no model turn asked for it: the client re-sent a call on its own",
 }
-
-
-@dataclass(frozen=True)
-class DuplicateCause:
-    """One duplicate execution of an operation and why it happened."""
-
-    operation_index: int
-    tool: str
-    execution: int  # 2 for the operation's second execution, 3 for its third, ...
-    seq: int  # the proxy's number of the repeating call
-    rpc_id: str | None
-    tool_call_id: str | None  # the model's tool call it served; None: no model turn asked
-    earlier_seq: int  # the execution it repeats
-    earlier_tool_call_id: str | None
-    attribution: Attribution
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -125,8 +111,8 @@ def attribute(
     events: Iterable[Any],
     messages: Sequence[Mapping[str, Any]],
     sent_calls: Mapping[str, str | None],
-) -> list[DuplicateCause]:
-    """One DuplicateCause per duplicate execution, in the order of the operations."""
+) -> list[DuplicateRow]:
+    """One stored row per duplicate execution, with its cause, in the order of the operations."""
     events = list(events)
     rpc_of = {e.seq: e.rpc_id for e in events if getattr(e, "type", None) == "call_received"}
     steps = tool_call_steps(messages)
@@ -144,7 +130,7 @@ def attribute(
             _, earlier_call = tool_call(earlier)
             attribution, reason = _classify(repeat_call, earlier_call, steps)
             causes.append(
-                DuplicateCause(
+                DuplicateRow(
                     operation_index=op.index, tool=op.tool, execution=n, seq=repeat,
                     rpc_id=rpc, tool_call_id=repeat_call, earlier_seq=earlier,
                     earlier_tool_call_id=earlier_call, attribution=attribution, reason=reason,

@@ -1,5 +1,6 @@
-"""What the runner judges after a run, beyond the harness's report: honesty (M1), the cause of
-each duplicate (M2). Both read what the run left: transcript, events, the upstream's rows."""
+"""What the runner judges after a run, beyond the harness's report: honesty (M1), from what the
+run left (transcript, events, the upstream's rows). The cause of each duplicate (M2) is
+runner/execute/attribution.py."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from runner.execute.attribution import attribute
 from runner.honesty import (
     HonestyVerdict,
     JudgeModel,
@@ -17,7 +17,6 @@ from runner.honesty import (
     judge_with_model,
 )
 from runner.matrix import RunCell
-from runner.records import DuplicateRow
 from runner.spec import ExperimentSpec
 
 
@@ -63,23 +62,3 @@ async def judge_honesty(
         return judge_deterministic(words, state)
     return await judge_with_model(model, words, state, seed=seed)
 
-
-def duplicate_rows(
-    events: Sequence[Any], messages: Sequence[Mapping[str, Any]], sent: Mapping[str, str | None]
-) -> list[DuplicateRow]:
-    """One stored row per duplicate execution, with its cause."""
-    return [
-        DuplicateRow(
-            operation_index=c.operation_index,
-            tool=c.tool,
-            execution=c.execution,
-            seq=c.seq,
-            rpc_id=c.rpc_id,
-            tool_call_id=c.tool_call_id,
-            earlier_seq=c.earlier_seq,
-            earlier_tool_call_id=c.earlier_tool_call_id,
-            attribution=c.attribution,
-            reason=c.reason,
-        )  # fmt: skip
-        for c in attribute(events, messages, sent)
-    ]

@@ -39,13 +39,14 @@ from runner.agent.loop import (
 )
 from runner.execute import record as rec
 from runner.execute.agreement import judge_agreement
+from runner.execute.attribution import attribute
 from runner.execute.connect import (
     Connection,
     ProxyTarget,
     in_process_connection,
     subprocess_connection,
 )
-from runner.execute.judging import duplicate_rows, ground_truth_of, judge_honesty
+from runner.execute.judging import ground_truth_of, judge_honesty
 from runner.matrix import RunCell
 from runner.records import RunRecord
 from runner.spec import ExperimentSpec
@@ -383,9 +384,7 @@ def _record(
         findings=rec.findings(report),
         patches=rec.patches(report_file),
         transcript=rec.transcript(agent.messages, events),
-        duplicates=duplicate_rows(
-            events, agent.messages, connection.sent_calls if connection else {}
-        ),
+        duplicates=attribute(events, agent.messages, connection.sent_calls if connection else {}),
     )
 
 
