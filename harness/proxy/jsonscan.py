@@ -49,6 +49,16 @@ def _value_end(text: str, i: int) -> int:
             return pos
 
 
+def _next_item(text: str, end: int, close: str) -> int | None:
+    """After a value ending at `end`: where the next item starts, or None at `close`."""
+    i = _skip_ws(text, end)
+    if text.startswith(",", i):
+        return _skip_ws(text, i + 1)
+    if text.startswith(close, i):
+        return None
+    raise ScanError(f"',' or '{close}' expected")
+
+
 def top_level(text: str) -> dict[str, str]:
     """The members of the JSON object in `text`, each value as its raw text."""
     i = _skip_ws(text, 0)
@@ -68,13 +78,9 @@ def top_level(text: str) -> dict[str, str]:
         start = _skip_ws(text, i + 1)
         end = _value_end(text, start)
         members[key] = text[start:end]
-        i = _skip_ws(text, end)
-        if text.startswith(",", i):
-            i = _skip_ws(text, i + 1)
-            continue
-        if text.startswith("}", i):
+        i = _next_item(text, end, "}")
+        if i is None:
             return members
-        raise ScanError("',' or '}' expected")
 
 
 def array_elements(text: str) -> list[str]:
@@ -89,10 +95,6 @@ def array_elements(text: str) -> list[str]:
     while True:
         end = _value_end(text, i)
         elements.append(text[i:end])
-        i = _skip_ws(text, end)
-        if text.startswith(",", i):
-            i = _skip_ws(text, i + 1)
-            continue
-        if text.startswith("]", i):
+        i = _next_item(text, end, "]")
+        if i is None:
             return elements
-        raise ScanError("',' or ']' expected")
