@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.protocol import PROTOCOL_VERSION_KEY
+
 # The SDK is imported where it is used: importing `mcp` costs about a second, and a proxy
 # that speaks stdio on both sides must start without it.
 
@@ -24,7 +26,6 @@ VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"
 NAME_HEADER = "mcp-name"
 PARAM_PREFIX = "mcp-param-"
-PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 # Revisions from which a stream begins with an event id the client can resume from (SEP-1699).
 PRIMING_FROM = "2025-11-25"
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
@@ -64,7 +65,7 @@ def envelope_version(message: Any) -> str | None:
         return None
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
-    version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
+    version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
     return version if isinstance(version, str) else None
 
 
