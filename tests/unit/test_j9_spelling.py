@@ -6,6 +6,7 @@ import pytest
 
 from harness.judge.similar import similar
 from harness.simulate import SimulatedSession
+from tests.judgekit import judged
 
 ZWSP, SOFT_HYPHEN, LRM, VS16 = "\u200b", "\u00ad", "\u200e", "\ufe0f"
 
@@ -99,11 +100,6 @@ def test_j9_renamed_field_is_caught_when_enough_other_fields_stay_equal():  # J9
 
 BOOK = {"guest": "Ann Smith", "date": "2026-12-01", "nights": 2}
 RESPELLED = {"guest": "ann smith", "date": "2026-12-01", "nights": "2"}
-
-
-def judged(s):
-    s.end()
-    return s.session.judgement()
 
 
 @pytest.mark.parametrize("first", ["ghost", "timeout", "rpc_error"])

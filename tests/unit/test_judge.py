@@ -9,24 +9,10 @@ from decimal import Decimal
 import pytest
 
 from harness.simulate import SimulatedSession
+from tests.judgekit import codes, finding, judged
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}
 OTHER = {"guest": "Bob", "date": "2026-12-02"}
-
-
-def judged(s):
-    s.end()
-    return s.session.judgement()
-
-
-def codes(items):
-    return [x["code"] for x in items]
-
-
-def finding(items, code):
-    matches = [x for x in items if x["code"] == code]
-    assert matches, f"{code} not in {codes(items)}"
-    return matches[0]
 
 
 # -- J8: the worked figures ------------------------------------------------------------------

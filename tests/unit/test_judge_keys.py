@@ -7,22 +7,9 @@ are the ground truth: a same-key repeat it replays is not a second booking.
 import pytest
 
 from harness.simulate import SimulatedSession
+from tests.judgekit import codes, finding, judged
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}
-
-
-def judged(s):
-    s.end()
-    return s.session.judgement()
-
-
-def codes(items):
-    return [x["code"] for x in items]
-
-
-def finding(items, code):
-    [found] = [x for x in items if x["code"] == code]
-    return found
 
 
 def test_k6_a_same_key_retry_after_a_ghost_write_is_keyed_retry_not_a_violation():
