@@ -110,6 +110,17 @@ def counting_stdio_args(truth: Path, *extra: str) -> list[str]:
             f"--upstream-arg=--ground-truth={truth}", *(f"--upstream-arg={e}" for e in extra)]  # fmt: skip
 
 
+async def counting_upstream(
+    stack: contextlib.AsyncExitStack, kind: str, truth: Path, *extra: str
+) -> tuple[list[str], Running | None]:
+    """Proxy flags for the counting server over `kind`: "http" starts it here (on `stack`; its
+    process is returned), "stdio" leaves it to the proxy."""
+    if kind == "http":
+        server = await stack.enter_async_context(running(counting_server_argv(truth, *extra)))
+        return ["--upstream-url", server.url], server
+    return counting_stdio_args(truth, *extra), None
+
+
 def executions(truth: Path, tool: str | None = None) -> list[dict[str, Any]]:
     """What the counting server really executed (its ground-truth file)."""
     import json

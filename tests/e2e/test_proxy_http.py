@@ -27,6 +27,7 @@ from tests.e2e.httpkit import (
     Running,
     counting_server_argv,
     counting_stdio_args,
+    counting_upstream,
     executions,
     mcp_client,
     running,
@@ -66,14 +67,7 @@ async def proxied(
     agent, upstream_kind = pair.split("-")
     truth, report = tmp_path / "truth.jsonl", tmp_path / "report.json"
     async with contextlib.AsyncExitStack() as stack:
-        upstream: Running | None = None
-        if upstream_kind == "http":
-            upstream = await stack.enter_async_context(
-                running(counting_server_argv(truth, *upstream_flags))
-            )
-            up = ["--upstream-url", upstream.url]
-        else:
-            up = counting_stdio_args(truth, *upstream_flags)
+        up, upstream = await counting_upstream(stack, upstream_kind, truth, *upstream_flags)
         argv = [str(bin_path), "proxy", *up, "--report-file", str(report),
                 "--audit-tools", "off", *flags]  # fmt: skip
         proxy: Running | None = None

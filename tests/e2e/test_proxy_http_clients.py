@@ -26,7 +26,7 @@ from tests.e2e.conftest import NPM_INSTALL_HINT, THIRDPARTY_DIR, require
 from tests.e2e.httpkit import (
     DEADLINE_S,
     counting_server_argv,
-    counting_stdio_args,
+    counting_upstream,
     executions,
     mcp_client,
     running,
@@ -78,11 +78,7 @@ async def test_h1_x11_official_typescript_client_over_http_through_the_proxy(
 ):  # H1 X11
     truth = tmp_path / "truth.jsonl"
     async with contextlib.AsyncExitStack() as stack:
-        if upstream_kind == "http":
-            upstream = await stack.enter_async_context(running(counting_server_argv(truth)))
-            up = ["--upstream-url", upstream.url]
-        else:
-            up = counting_stdio_args(truth)
+        up, _ = await counting_upstream(stack, upstream_kind, truth)
         argv = [str(agent_harness_bin), "proxy", *up, "--audit-tools", "off",
                 "--listen", "127.0.0.1:0"]  # fmt: skip
         async with running(argv) as proxy:

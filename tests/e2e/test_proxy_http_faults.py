@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.e2e.httpkit import counting_server_argv, counting_stdio_args, executions, running
+from tests.e2e.httpkit import counting_upstream, executions, running
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -74,11 +74,7 @@ async def proxied(
     """The agent's session through `proxy --listen` to the counting server (stdio or HTTP)."""
     truth, report = tmp_path / "truth.jsonl", tmp_path / "report.json"
     async with contextlib.AsyncExitStack() as stack:
-        if upstream == "http":
-            server = await stack.enter_async_context(running(counting_server_argv(truth)))
-            up = ["--upstream-url", server.url]
-        else:
-            up = counting_stdio_args(truth)
+        up, _ = await counting_upstream(stack, upstream, truth)
         argv = [str(bin_path), "proxy", *up, "--listen", "127.0.0.1:0",
                 "--audit-tools", "off", "--report-file", str(report), *flags]  # fmt: skip
         proxy = await stack.enter_async_context(running(argv))
