@@ -14,32 +14,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from runner.execute import execute_run
 from runner.matrix import expand
 from runner.spec import load_spec
+from tests.runkit import BIN, cli_env, query
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 900
 # A whole experiment per fixture: its CLI deadline, not the default 300 s, bounds the test.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * CLI_TIMEOUT_S + 60)]
-
-
-def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 @pytest.fixture(scope="module", params=["truth", "example"])
@@ -48,17 +38,16 @@ def stored(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     name = request.param
     folder = tmp_path_factory.mktemp(f"agree-{name}")
     db = folder / "runs.duckdb"
-    exe = Path(sys.executable).parent / "agent-harness"
     spec = ROOT / "experiments" / f"{name}.yaml"
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env = cli_env()
     done = subprocess.run(
-        [str(exe), "run", str(spec), "--db", str(db), "--in-process", "never"],
+        [str(BIN), "run", str(spec), "--db", str(db), "--in-process", "never"],
         capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=env, cwd=folder,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     md = folder / "report.md"
     made = subprocess.run(
-        [str(exe), "report", "--db", str(db), "--format", "md", "-o", str(md)],
+        [str(BIN), "report", "--db", str(db), "--format", "md", "-o", str(md)],
         capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=env, cwd=folder,
     )  # fmt: skip
     assert made.returncode == 0, made.stderr

@@ -28,28 +28,13 @@ from runner.matrix import expand
 from runner.records import RunRecord
 from runner.spec import load_spec
 from runner.store import Store
+from tests.runkit import BIN, scripted_sweep_spec
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 MB = 1024 * 1024
-SPEC = """\
-name: on-ray
-models: [scripted/careful, scripted/naive, scripted/obeys-retry-request]
-prompts:
-  - name: plain
-    text: You are a hotel booking assistant.
-patches: [none, auto]
-upstreams:
-  - name: booking
-    builtin: booking
-scenarios: [F1, F4]  # shard 1/2 holds 12 of the 36 runs, 2/2 the rest
-conversations:
-  - name: try-again
-    user: "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
-    follow_ups: ["That did not work. Please try again."]
-runs: 3
-"""
+SPEC = scripted_sweep_spec("on-ray", runs=3)  # shard 1/2 holds 12 of the 36 runs, 2/2 the rest
 
 
 @pytest.fixture(scope="module")
@@ -181,12 +166,11 @@ def test_g1_run_and_sweep_on_ray_store_what_a_local_run_stores(  # G1 G2 R1
     cluster.add_node(num_cpus=1, object_store_memory=100 * MB)
     cluster.wait_for_nodes()
     db = tmp_path / "cli.duckdb"
-    exe = Path(sys.executable).parent / "agent-harness"
     on_ray = ["--db", str(db), "--executor", "ray", "--address", cluster.address,
               "--concurrency", "3"]  # fmt: skip
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [str(exe), *args, str(spec_path), *on_ray]
+        command = [str(BIN), *args, str(spec_path), *on_ray]
         return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
 
     # Half the matrix with `run --shard`, the rest by `sweep`, which resumes as locally.

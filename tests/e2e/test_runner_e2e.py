@@ -21,12 +21,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 import yaml
 
 from runner.matrix import expand
 from runner.spec import load_spec
+from tests.runkit import cli_env, query
 
 pytestmark = pytest.mark.slow
 
@@ -49,19 +49,6 @@ def write_spec(folder: Path, name: str, **fields: Any) -> Path:
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
-
-
-def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    """Rows from the run store, read-only: only while no runner is writing to it."""
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
-def cli_env() -> dict[str, str]:
-    return {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 @pytest.fixture(scope="module")

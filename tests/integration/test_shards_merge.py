@@ -10,7 +10,6 @@ over the store's tables (a child table added by a later migration is merged with
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -18,32 +17,16 @@ import pytest
 
 from runner.store import Store, StoreError, migrations
 from runner.store.merge import merge_stores
+from tests.runkit import BIN, scripted_sweep_spec
 
 pytestmark = pytest.mark.slow
 
-SPEC = """\
-name: sharded
-models: [scripted/careful, scripted/naive, scripted/obeys-retry-request]
-prompts:
-  - name: plain
-    text: You are a hotel booking assistant.
-patches: [none, auto]
-upstreams:
-  - name: booking
-    builtin: booking
-scenarios: [F1, F4]  # 8 and 16 runs in shards 1/2 and 2/2
-conversations:
-  - name: try-again
-    user: "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
-    follow_ups: ["That did not work. Please try again."]
-runs: 2
-"""
-EXE = Path(sys.executable).parent / "agent-harness"
+SPEC = scripted_sweep_spec("sharded", runs=2)  # 8 and 16 runs in shards 1/2 and 2/2
 
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(EXE), *args], cwd=root, capture_output=True, text=True, timeout=600
+        [str(BIN), *args], cwd=root, capture_output=True, text=True, timeout=600
     )
 
 
@@ -107,7 +90,7 @@ def test_g2_merging_twice_or_overlapping_stores_nothing_twice(stores: Path) -> N
 def test_g2_merge_refuses_two_versions_of_one_spec_with_one_line(stores: Path) -> None:  # G2
     changed = stores / "changed"
     changed.mkdir(exist_ok=True)
-    (changed / "spec.yaml").write_text(SPEC.replace("runs: 2", "runs: 3"))
+    (changed / "spec.yaml").write_text(scripted_sweep_spec("sharded", runs=3))
     assert cli(changed, "run", "spec.yaml", "--db", "c.duckdb", "--shard", "2/2").returncode == 0
     before = counts(stores / "a.duckdb")
     done = cli(stores, "merge", "a.duckdb", "changed/c.duckdb", "-o", "bad.duckdb")

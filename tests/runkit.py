@@ -1,0 +1,49 @@
+"""Helpers for tests that run whole experiments: the installed command, a read-only look into
+a run store, and a small scripted sweep."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+BIN = Path(sys.executable).parent / "agent-harness"  # the console script `make setup` installs
+
+
+def cli_env() -> dict[str, str]:
+    """The environment for the installed command: litellm's bundled price list, no download."""
+    return {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    """Rows from a run store, read-only: only while no runner is writing to it."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def scripted_sweep_spec(name: str, runs: int) -> str:
+    """Three scripted agents x two patch arms x F1 and F4 against the built-in booking service,
+    with a "try again" follow-up: 12 cells, every run deterministic per seed."""
+    return f"""\
+name: {name}
+models: [scripted/careful, scripted/naive, scripted/obeys-retry-request]
+prompts:
+  - name: plain
+    text: You are a hotel booking assistant.
+patches: [none, auto]
+upstreams:
+  - name: booking
+    builtin: booking
+scenarios: [F1, F4]
+conversations:
+  - name: try-again
+    user: "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
+    follow_ups: ["That did not work. Please try again."]
+runs: {runs}
+"""
