@@ -23,6 +23,7 @@ from harness.proxy.messages import (
     error_result,
     id_key,
 )
+from harness.proxy.order import InTurn, Turn
 from harness.proxy.tasks import task_id_of
 from harness.session import Ticket
 
@@ -57,19 +58,27 @@ class CallHandling:
             await self._refuse_duplicate_id(message, rpc_id, reply)
             return
         self._calls_in_flight.add(key)  # at once: the next line may reuse the id
-        self._call_tasks[key] = self._spawn(self._handle_call(message, rpc_id, reply))
+        # X9: while this call waits for the tool list, what the client sends after it waits
+        # behind it (a cancellation never reaches the upstream before the call it cancels).
+        turn = self._to_upstream_order.turn()
+        self._call_tasks[key] = self._spawn(self._handle_call(message, rpc_id, reply, turn))
 
-    async def _handle_call(self: Proxy, message: Message, rpc_id: Any, reply: Reply) -> None:
+    async def _handle_call(
+        self: Proxy, message: Message, rpc_id: Any, reply: Reply, turn: Turn
+    ) -> None:
         key = id_key(rpc_id)
         try:
-            await self._judged_call(message, rpc_id, reply)
+            await self._judged_call(message, rpc_id, reply, turn)
         finally:
+            turn.release()
             self._calls_in_flight.discard(key)
             self._call_tasks.pop(key, None)
             self._cancelled.discard(key)
             self._settled.set()
 
-    async def _judged_call(self: Proxy, message: Message, rpc_id: Any, reply: Reply) -> None:
+    async def _judged_call(
+        self: Proxy, message: Message, rpc_id: Any, reply: Reply, turn: Turn
+    ) -> None:
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         name = params.get("name") if message.data is not None else None
@@ -103,6 +112,7 @@ class CallHandling:
         )
         self._after_call_received(ticket.seq)
         if not ticket.goes_upstream:
+            turn.release()  # it never goes upstream: nothing behind it needs to wait
             await self._injected_answer(ticket, rpc_id, ticket.injected, reply, task)
             return
         if self.upstream_gone is not None:
@@ -116,7 +126,8 @@ class CallHandling:
         self._pending[key] = future
         if task is not None:  # its task is tracked as its answer arrives, before any status
             self.tasks.calls[key] = ticket
-        await self._to_upstream(message.line)
+        await turn.wrap(self._to_upstream)(message.line)
+        answer: Message | UnreadableAnswer
         try:
             answer = await asyncio.wait_for(future, self.config.upstream_timeout_s)
         except TimeoutError:
@@ -133,9 +144,17 @@ class CallHandling:
             await self._answer(ticket, rpc_id, error_result(text), "harness", reply, task)
             return
         except UnreadableAnswer as bad:
-            await self._unusable_answer(ticket, rpc_id, bad.detail, reply, task)
-            return
-        await self._upstream_answered(ticket, rpc_id, answer, reply, task)
+            answer = bad
+        turn = self._turns.pop(key, None)  # X9: answered in its place among upstream messages
+        in_order = reply if turn is None else turn.wrap(reply)
+        try:
+            if isinstance(answer, UnreadableAnswer):
+                await self._unusable_answer(ticket, rpc_id, answer.detail, in_order, task)
+            else:
+                await self._upstream_answered(ticket, rpc_id, answer, in_order, task)
+        finally:
+            if turn is not None:
+                turn.release()
 
     async def _upstream_answered(
         self: Proxy,
@@ -205,6 +224,8 @@ class CallHandling:
     ) -> None:
         delay = self.session.plan_config.fault_delay_ms
         if delay:
+            if isinstance(reply, InTurn):
+                reply.release()  # the upstream's later messages do not wait for the fault
             await asyncio.sleep(delay / 1000)  # S11: imitate a real timeout
         fault = ticket.fault
         if isinstance(fault, HttpFault):  # H2: the agent's HTTP answer itself is the fault

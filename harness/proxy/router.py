@@ -38,6 +38,7 @@ from harness.proxy.messages import (
     parse_line,
     usable_id,
 )
+from harness.proxy.order import Order, Turn
 from harness.proxy.revision import ClientRevision
 from harness.proxy.tasks import TASK_METHODS, TaskBook, TaskHandling
 from harness.session import CURRENT_BATCH, BatchHold, Session
@@ -81,6 +82,9 @@ class Proxy(CallHandling, TaskHandling):
         self._token = secrets.token_hex(4)
         self._own_ids = 0
         self._pending: dict[tuple[str, Any], asyncio.Future[Message]] = {}
+        self._order = Order()  # X9: upstream messages reach the client in the order sent
+        self._to_upstream_order = Order()  # X9: and the client's reach the upstream so
+        self._turns: dict[tuple[str, Any], Turn] = {}  # a call's answer, handed to its task
         self._list_pages: dict[tuple[str, Any], bool] = {}  # client tools/list: first page?
         self._abandoned: set[tuple[str, Any]] = set()
         # Client requests passed through as they came: id and where their answer goes.
@@ -286,7 +290,7 @@ class Proxy(CallHandling, TaskHandling):
             if method == "tools/list":
                 params = message.get("params")
                 self._list_pages[key] = not (isinstance(params, dict) and params.get("cursor"))
-        await self._to_upstream(message.line)
+        await self._pass_upstream(message.line)
         if method == "notifications/initialized":
             self._start_listing()
         elif new_revision and self._listing != "running" and self._listing != "done":
@@ -367,6 +371,16 @@ class Proxy(CallHandling, TaskHandling):
             f"({detail or reason.replace('_', ' ')}); it was not forwarded to the upstream"
         )
 
+    async def _pass_upstream(self, line: bytes) -> None:
+        """X9: a client request or notification goes upstream now, or after the calls the
+        client sent before it (still waiting for the tool list) went. Answers to the
+        upstream's own requests never wait: the upstream may need one to go on."""
+        if self._to_upstream_order.clear():
+            await self._to_upstream(line)
+        else:
+            turn = self._to_upstream_order.turn()
+            self._spawn_in(turn, turn.wrap(self._to_upstream)(line))
+
     async def _to_upstream(self, line: bytes) -> None:
         if self.upstream_gone is not None:
             return
@@ -409,9 +423,11 @@ class Proxy(CallHandling, TaskHandling):
                 await self._from_upstream(element)
             return
         if isinstance(parsed, Unreadable) and parsed.rpc_id is not None:
-            future = self._pending.pop(id_key(parsed.rpc_id), None)
+            key = id_key(parsed.rpc_id)
+            future = self._pending.pop(key, None)
             if future is not None:  # one error answer for it, never the raw bytes as well
                 if not future.done():
+                    self._take_turn(key)
                     detail = f"its answer could not be read ({parsed.reason})"
                     future.set_exception(UnreadableAnswer(detail))
                 return
@@ -424,6 +440,7 @@ class Proxy(CallHandling, TaskHandling):
                 self._task_created(ticket, message)  # X12: at once, before its status arrives
             if future is not None:
                 if not future.done():
+                    self._take_turn(key)
                     future.set_result(message)
                 return
             if key in self._abandoned:
@@ -436,20 +453,46 @@ class Proxy(CallHandling, TaskHandling):
                 self.initialized.set()
             asked = self.tasks.asked.pop(key, None)
             if asked is not None:  # X12: may need the task's result first: not in this loop
-                self._spawn(self._task_answer(*asked, message, reply))
+                turn = self._order.turn()
+                self._spawn_in(turn, self._task_answer(*asked, message, turn.wrap(reply)))
                 return
             if self._list_pages.pop(key, None) and self.config.audit_tools:
                 line = self._with_audit_tools(message) or line
-            await reply(line)
+            await self._deliver(reply, line)
             return
         if message is not None and message.get("method") == "notifications/tasks/status":
-            self._spawn(self._task_status(message))
+            turn = self._order.turn()
+            self._spawn_in(turn, self._task_status(message, turn.wrap(self._to_client)))
             return
         if message is not None and message.get("method") == "notifications/tools/list_changed":
             self._tools_ready.clear()
             self._listing = None
             self._start_listing()
-        await self._to_client(line)
+        await self._deliver(self._to_client, line)
+
+    def _take_turn(self, key: tuple[str, Any]) -> None:
+        """X9: the answer to a judged call goes out in its place among the upstream's messages."""
+        if key in self._calls_in_flight:
+            self._turns[key] = self._order.turn()
+
+    def _spawn_in(self, turn: Turn, coro: Awaitable[None]) -> None:
+        """Run `coro` in a task of its own; its turn ends with it, whether it sent or not."""
+
+        async def in_turn() -> None:
+            try:
+                await coro
+            finally:
+                turn.release()
+
+        self._spawn(in_turn())
+
+    async def _deliver(self, reply: Reply, line: bytes) -> None:
+        """X9: send an upstream message now, or after the ones before it still on their way."""
+        if self._order.clear():
+            await reply(line)
+        else:
+            turn = self._order.turn()
+            self._spawn_in(turn, turn.wrap(reply)(line))
 
     def _upstream_lost(self, gone: UpstreamGone) -> None:
         if self.upstream_gone is not None:

@@ -201,16 +201,16 @@ class TaskHandling:
             return
         await self._told_status(task_id, status, answer, "result", reply)
 
-    async def _task_status(self: Proxy, message: Message) -> None:
+    async def _task_status(self: Proxy, message: Message, send: Reply) -> None:
         """notifications/tasks/status of a tracked task: a terminal status is settled first."""
         params = message.get("params")
         task_id = task_id_of(params)
         tracked = self.tasks.tracked.get(task_id) if task_id else None
         status = params.get("status") if isinstance(params, dict) else None
         if tracked is None or status not in TERMINAL_TASK_STATES:
-            await self._to_client(message.line)
+            await send(message.line)
             return
-        await self._told_status(task_id, status, message, "params", self._to_client)
+        await self._told_status(task_id, status, message, "params", send)
 
     # -- the task's outcome ---------------------------------------------------------------
 
