@@ -75,6 +75,7 @@ class CallHandling:
             self._call_tasks.pop(key, None)
             self._cancelled.discard(key)
             self._settled.set()
+            self._stop_when_idle()
 
     async def _judged_call(
         self: Proxy, message: Message, rpc_id: Any, reply: Reply, turn: Turn
@@ -121,6 +122,11 @@ class CallHandling:
             await self._answer(ticket, rpc_id, error_result(text), "harness", reply, task)
             return
         self._report("running")  # O3: current before the call goes upstream
+        if self.unrecordable is not None:  # its CallReceived could not be written: not sent
+            self.session.upstream_failed(ticket, "unavailable", error=str(self.unrecordable))
+            self.session.answered(ticket, is_error=True, source="harness")
+            await reply(self._not_recorded(rpc_id))
+            return
         key = id_key(rpc_id)
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._pending[key] = future

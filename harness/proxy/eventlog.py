@@ -17,9 +17,10 @@ from harness.outfile import open_append
 class EventLogFile:
     """Appends every event as a JSON line, written at once (a killed proxy loses nothing).
 
-    A write that fails (a full disk) is treated like a failed report-file write (O4): the
-    half-written line is cut off again, the proxy is stopped through `on_failure`, and this
-    sink raises from then on, so no call that records an event after it gets an answer.
+    A write that fails (a full disk) cuts the half-written line off again (the log stays
+    judgeable up to there) and tells the proxy through `on_failure`; from then on events are
+    no longer written (the proxy forwards nothing new and stops once what is in flight is
+    answered; the judgement in memory still has every event).
     """
 
     def __init__(self, path: str) -> None:
@@ -42,23 +43,22 @@ class EventLogFile:
         self.on_failure: Callable[[ReportFileError], None] = lambda exc: None
 
     def __call__(self, event: _Event) -> None:
-        if self.failed is None:
-            # A lone surrogate in a string becomes its JSON escape: the line stays UTF-8.
-            line = (to_json(event) + "\n").encode("utf-8", "backslashreplace")
-            try:
-                view = memoryview(line)
-                while view:
-                    view = view[os.write(self.fd, view) :]
-                self.size += len(line)
-                return
-            except OSError as exc:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(self.fd, self.size)
-                self.failed = ReportFileError(
-                    f"{self.path}: cannot write the event log: {exc.strerror or exc}"
-                )
-                self.on_failure(self.failed)
-        raise self.failed
+        if self.failed is not None:
+            return  # the log is incomplete from here on; the proxy knows and is stopping
+        # A lone surrogate in a string becomes its JSON escape: the line stays UTF-8.
+        line = (to_json(event) + "\n").encode("utf-8", "backslashreplace")
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self.fd, view) :]
+            self.size += len(line)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, self.size)
+            self.failed = ReportFileError(
+                f"{self.path}: cannot write the event log: {exc.strerror or exc}"
+            )
+            self.on_failure(self.failed)
 
     def _cut_partial_line(self) -> int:
         """A proxy killed in the middle of a line left half an event: cut it off (X14)."""

@@ -60,6 +60,8 @@ async def serve_listening(
     lane_session = _LaneSession(session)
     if event_log is not None:  # an event log that cannot be written ends the run (O4, V1)
         event_log.on_failure = lambda exc: (failure.append(exc), stopped.set())
+        if event_log.failed is not None:
+            event_log.on_failure(event_log.failed)
 
     async def start_lane(lane: Lane) -> None:
         upstream = spare.pop() if spare else await open_upstream()

@@ -83,6 +83,8 @@ async def serve(config: ProxyConfig) -> int:
             history=event_log.history() if event_log else (),
         )
         _announce_history(session, report, log_path)
+        if event_log is not None and event_log.failed is not None:
+            raise event_log.failed  # not even the session's start could be recorded
     except (ReportFileError, EventLogError) as exc:
         if report is not None:
             report.release()
@@ -114,13 +116,17 @@ async def serve(config: ProxyConfig) -> int:
         describe_upstream_exit=upstream.describe_exit,
     )
     if event_log is not None:
-        event_log.on_failure = lambda exc: _stop_for(proxy, exc)
+        event_log.on_failure = proxy.cannot_record
+        if event_log.failed is not None:  # failed before the proxy could be told
+            proxy.cannot_record(event_log.failed)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, proxy.stop, f"received {signal.Signals(sig).name}")
     code = 0
     try:
         await proxy.run()
+        if proxy.unrecordable is not None:
+            code = 1  # its one line is already out: the event log is incomplete
     except ReportFileError as exc:
         log(f"ERROR: {exc}; stopping. Do not trust the verdict in the report file.")
         code = 1
@@ -214,13 +220,6 @@ def _check_outputs(config: ProxyConfig, log_path: str | None) -> Target | None:
             "same file; give two different paths"
         )
     return report
-
-
-def _stop_for(proxy: Proxy, exc: ReportFileError) -> None:
-    # As the router does for a failed report write: fatal, so run() raises it and main exits 1.
-    if proxy.fatal is None:
-        proxy.fatal = exc
-    proxy.stop("the event log could not be written")
 
 
 def _startup_failed(

@@ -102,6 +102,7 @@ class Proxy(CallHandling, TaskHandling):
         self.upstream_gone: UpstreamGone | None = None
         self.end_reason = "client closed the connection"
         self.fatal: BaseException | None = None
+        self.unrecordable: ReportFileError | None = None  # the event log cannot be written
         self._stop = asyncio.Event()
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -133,6 +134,34 @@ class Proxy(CallHandling, TaskHandling):
     def stop(self, reason: str) -> None:
         self.end_reason = reason
         self._stop.set()
+
+    def cannot_record(self, exc: ReportFileError) -> None:
+        """The event log cannot be written: no new request is forwarded (each is answered with
+        an error); what is in flight gets the upstream's answer; then the proxy stops."""
+        if self.unrecordable is not None:
+            return
+        self.unrecordable = exc
+        self.log(
+            f"ERROR: {exc}; stopping: requests from now on are answered with an error and not "
+            "forwarded, the calls in flight get the upstream's answers (exit code 1)"
+        )
+        self._stop_when_idle()
+
+    def _stop_when_idle(self) -> None:
+        """After `cannot_record`: stop once no request the client is waiting for is in flight."""
+        if self.unrecordable is None:
+            return
+        calls = any(k not in self._cancelled for k in self._call_tasks)
+        passed = any(k not in self._cancelled for k in self._forwarded)
+        if not calls and not passed:
+            self.stop("the event log could not be written")
+
+    def _not_recorded(self, rpc_id: Any) -> bytes:
+        """The answer to a request that arrived after the event log failed: not forwarded."""
+        return error_body(
+            rpc_id, -32000, f"agent-harness cannot record this session ({self.unrecordable}); "
+            "the request was not forwarded to the upstream"
+        )  # fmt: skip
 
     async def _drain(self) -> None:
         """X6, X15: wait for the answers to what the client asked before it left.
@@ -264,6 +293,9 @@ class Proxy(CallHandling, TaskHandling):
         new_revision = self.revision.observe(message.get("params"))
         if message.get("id") is not None and not usable_id(message.get("id")):
             await self._refuse_bad_id(message, reply)
+            return
+        if self.unrecordable is not None and message.get("id") is not None:
+            await reply(self._not_recorded(message.get("id")))
             return
         if method == "tools/call":
             await self._tools_call(message, reply)
@@ -449,6 +481,7 @@ class Proxy(CallHandling, TaskHandling):
             _, reply = self._forwarded.pop(key, (None, self._to_client))
             self._cancelled.discard(key)
             self._settled.set()
+            self._stop_when_idle()
             if key == self._initialize_key or self.revision.stateless:
                 self.initialized.set()
             asked = self.tasks.asked.pop(key, None)
@@ -510,6 +543,7 @@ class Proxy(CallHandling, TaskHandling):
             return
         waiting, self._forwarded = list(self._forwarded.values()), {}
         self._settled.set()
+        self._stop_when_idle()
         for rpc_id, reply in waiting:  # requests passed through that will now never be answered
             body = error_body(rpc_id, -32000, f"UPSTREAM_UNAVAILABLE: {gone.detail}")
             self._spawn(reply(body))

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -27,11 +28,13 @@ from tests.e2e.test_proxy_e2e import (
     children_of,
     proxy_argv,
     proxy_session,
+    start,
     text,
     upstream_of,
     wait_file,
     wait_gone,
 )
+from tests.e2e.transparency import RawClient
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 OTHER_UID = 54321
@@ -112,53 +115,91 @@ def _tmpfs(path: Path, size: str) -> bool:
     return done.returncode == 0
 
 
+CALLS = 8  # sent at once; the event log fills up while they are in flight
+BIG = "x" * 20_000  # each CallReceived is about this large: the log fills within a few calls
+FULL_AT = 64_000  # bytes: room for the session's start and one or two calls
+
+
 @pytest.mark.parametrize("full", ["rlimit-fsize", "tmpfs"])
-async def test_v1_o4_a_full_disk_under_the_event_log_ends_the_proxy_before_another_answer(
+async def test_o4_a_full_event_log_answers_every_request_and_forwards_nothing_it_cannot_record(
     agent_harness_bin, tmp_path, full
 ):
-    # Writing the event log fails mid-session: like a failed report write (O4), one line and
-    # exit 1, and no answer after it. RLIMIT_FSIZE works anywhere; a small tmpfs is a really
-    # full file system (it needs the right to mount, which CI as root has).
-    popen = {}
+    # The event log fills up while calls are in flight. Decision (docs/decisions.md): a call
+    # whose arrival could not be recorded is not forwarded and gets a JSON-RPC error, and so
+    # does every request after it; the calls already forwarded get the upstream's real
+    # answers; then one stderr line and exit 1. RLIMIT_FSIZE works anywhere; a small tmpfs is
+    # a really full file system (it needs the right to mount, which CI as root has).
+    popen: dict[str, Any] = {}
     folder = tmp_path
     if full == "tmpfs":
         folder = tmp_path / "small"
         if not _tmpfs(folder, "64k"):
             pytest.skip("cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN)")
     else:
-        def small_files() -> None:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (48_000, 48_000))
+        def small_files() -> None:  # the soft limit only: the upstream lifts it again
+            resource.setrlimit(resource.RLIMIT_FSIZE, (FULL_AT, resource.RLIM_INFINITY))
 
         popen["preexec_fn"] = small_files
-    events = folder / "events.jsonl"
-    answered: list[int] = []
-    error: BaseException | None = None
+    events, truth = folder / "events.jsonl", tmp_path / "truth.jsonl"
+    server = (f"ulimit -S -f unlimited; exec {shlex.quote(sys.executable)} "
+              f"{shlex.quote(str(SERVER))} --ground-truth {shlex.quote(str(truth))} "
+              "--slow-ms 3000")  # fmt: skip
+    argv = [str(agent_harness_bin), "proxy", "--upstream-command", "sh",
+            "--upstream-arg=-c", "--upstream-arg", server, "--audit-tools", "off",
+            "--event-log", str(events)]  # fmt: skip
     try:
-        async with proxy_session(
-            agent_harness_bin, tmp_path, "--event-log", str(events), report=False, **popen
-        ) as run:
-            try:
-                for i in range(2000):
-                    guest = f"guest-{i}-" + "x" * 400
-                    await run.client.call_tool("create_booking", {"guest": guest, "date": "d"})
-                    answered.append(i)
-            except Exception as exc:  # the proxy is gone: the SDK reports the closed connection
-                error = exc
-            code = await run.wait_exit()
-        assert error is not None, "the event log outgrew the space and the proxy had to stop"
-        assert code == 1
-        stderr = run.stderr()
-        assert "cannot write the event log" in stderr and "Traceback" not in stderr
-        # Ground truth: the agent got no answer after the failed write.
-        executed = len(run.truth())
-        assert len(answered) <= executed <= len(answered) + 1
-        # The log holds whole lines only (a half-written one is cut off): it can be judged.
-        judged = subprocess.run([str(agent_harness_bin), "judge", str(events)],
-                                capture_output=True, text=True, timeout=DEADLINE_S)
-        assert judged.returncode == 0, judged.stderr
+        client = RawClient(await start(argv, tmp_path, **popen))
+        init = await client.request(0, "initialize", {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "full-disk", "version": "0"},
+        })  # fmt: skip
+        assert "result" in init
+        await client.notify("notifications/initialized")
+        for i in range(1, CALLS + 1):
+            await client.notify("tools/call", {
+                "name": "slow_write", "arguments": {"item": f"{i}-{BIG}"},
+            }, rpc_id=i)  # fmt: skip
+        # The first refusal comes at once, while the calls forwarded before the log filled up
+        # still run upstream (3 s each). (Calls that waited for the tool list are begun in
+        # no fixed order, so which calls were forwarded is not fixed either.)
+        first = await client.take(lambda m: "error" in m and m.get("id") in range(1, CALLS + 1))
+        ping = await client.request("ping", "ping")  # a request after the failure
+        answers = {i: await client.answer_of(i) for i in range(1, CALLS + 1) if i != first["id"]}
+        answers[first["id"]] = first
+        code = await client.close(terminate=False)
     finally:
         if full == "tmpfs":
             subprocess.run(["umount", "-l", str(folder)], capture_output=True, timeout=30)
+    assert code == 1
+    forwarded = sorted(i for i, a in answers.items() if "result" in a)
+    refused = sorted(i for i, a in answers.items() if "error" in a)
+    assert forwarded and refused and forwarded + refused == list(range(1, CALLS + 1))
+    for i in refused:
+        error = answers[i]["error"]
+        assert error["code"] == -32000 and "cannot record" in error["message"]
+        assert "not forwarded" in error["message"]
+    assert ping["error"]["code"] == -32000  # not forwarded either
+    # Ground truth: the upstream ran exactly the forwarded calls, and each of their answers is
+    # the upstream's own (its result echoes the arguments).
+    ran = [json.loads(x) for x in truth.read_text().splitlines() if x]
+    assert sorted(e["arguments"]["item"] for e in ran if "tool" in e) == sorted(
+        f"{i}-{BIG}" for i in forwarded
+    )
+    for i in forwarded:
+        result = answers[i]["result"]
+        assert result.get("isError") is not True
+        assert json.loads(result["content"][0]["text"]) == {"done": True, "item": f"{i}-{BIG}"}
+    # Every request got exactly one answer, and the process says why it stopped in one line.
+    ids = [json.loads(x).get("id") for x in client.received]
+    assert sorted(map(str, ids)) == sorted(map(str, [0, "ping", *range(1, CALLS + 1)]))
+    errors = [x for x in (tmp_path / "proxy.err").read_text().splitlines() if "ERROR" in x]
+    assert len(errors) == 1 and "cannot write the event log" in errors[0]
+    assert "Traceback" not in (tmp_path / "proxy.err").read_text()
+    # The log holds whole lines only (the half-written one is cut off): it can be judged.
+    if full != "tmpfs":  # (the tmpfs is gone; its log went with it)
+        judged = subprocess.run([str(agent_harness_bin), "judge", str(events)],
+                                capture_output=True, text=True, timeout=DEADLINE_S)
+        assert judged.returncode == 0, judged.stderr
 
 
 # -- V7: the upstream's group and a killed proxy's leftovers ---------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from harness.errors import ReportFileError
@@ -46,3 +48,22 @@ def test_x14_one_writer_at_a_time(tmp_path):
             EventLogFile(str(path))
     finally:
         first.close()
+
+
+def test_o4_a_failed_write_is_reported_once_and_later_events_are_dropped_not_raised(tmp_path):
+    # docs/decisions.md: the proxy must still answer what is in flight, so the sink never
+    # raises into the call that records an event; it tells the proxy once and writes no more.
+    path = tmp_path / "events.jsonl"
+    sink = EventLogFile(str(path))
+    failures: list[ReportFileError] = []
+    sink.on_failure = failures.append
+    session = Session(sinks=[sink])
+    before = path.read_bytes()
+    os.close(sink.fd)
+    sink.fd = os.open(path, os.O_RDONLY)  # every write now fails (EBADF), as on a full disk
+    session.end("client_closed")
+    session.end("again")
+    sink.close()
+    assert len(failures) == 1 and "cannot write the event log" in str(failures[0])
+    assert path.read_bytes() == before  # whole lines only
+    assert session.judgement().report is not None  # the judgement in memory goes on
