@@ -15,6 +15,7 @@ trace a request.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,10 +154,10 @@ def find_key_field(input_schema: Any, names: frozenset[str], max_nodes: int = 10
     if not isinstance(input_schema, Mapping) or not names:
         return None
     seen: set[int] = set()
-    queue: list[tuple[Any, str]] = [(input_schema, "")]
+    queue: deque[tuple[Any, str]] = deque([(input_schema, "")])
     visited = 0
     while queue and visited < max_nodes:
-        schema, path = queue.pop(0)
+        schema, path = queue.popleft()
         visited += 1
         schema = resolve_ref(input_schema, schema)
         if not isinstance(schema, Mapping) or id(schema) in seen:
