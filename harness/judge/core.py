@@ -39,7 +39,7 @@ from harness.judge.model import (
 )
 from harness.judge.similar import fold, similar, surely_different
 from harness.judge.window import SpellingWindow, signature
-from harness.tools import DEFAULT_KEY_FIELDS, normalise_field_name
+from harness.tools import DEFAULT_KEY_FIELDS, REASON_NOT_LISTED, normalise_field_name
 
 # J9/J10 compare a new attempt with at most this many recent uncertain attempts of its tool,
 # and with this many of its most recent attempts whatever their outcome, so the judge's cost
@@ -187,7 +187,7 @@ class Judge:
             self.unlisted_called[ev.tool] = ListedTool(
                 name=ev.tool,
                 tool_class=ev.tool_class,
-                reason=ev.tool_reason or "not listed by the upstream",
+                reason=ev.tool_reason or REASON_NOT_LISTED,
                 key_field=ev.schema_key_field,
                 keys_honoured=ev.key_honoured,
             )
