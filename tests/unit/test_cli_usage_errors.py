@@ -69,3 +69,10 @@ def test_v4_the_installed_command_prints_one_line_too():
     assert done.stderr == (
         "agent-harness run: error: No such option: --bogus; see agent-harness run --help\n"
     )
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_g1_help_names_the_ray_extra_as_pip_takes_it(command):
+    # Rich reads "[ray]" as a style tag and drops it unless it is escaped.
+    text = " ".join(invoke(command, "--help").stdout.replace("│", " ").split())
+    assert "pip install 'agent-harness[ray]'" in text
