@@ -151,16 +151,18 @@ class CallHandling:
             return
         except UnreadableAnswer as bad:
             answer = bad
-        turn = self._turns.pop(key, None)  # X9: answered in its place among upstream messages
-        in_order = reply if turn is None else turn.wrap(reply)
+        # X9: answered in its place among the upstream's messages (`turn` was its place in
+        # the client's messages to the upstream).
+        answer_turn = self._turns.pop(key, None)
+        in_order = reply if answer_turn is None else answer_turn.wrap(reply)
         try:
             if isinstance(answer, UnreadableAnswer):
                 await self._unusable_answer(ticket, rpc_id, answer.detail, in_order, task)
             else:
                 await self._upstream_answered(ticket, rpc_id, answer, in_order, task)
         finally:
-            if turn is not None:
-                turn.release()
+            if answer_turn is not None:
+                answer_turn.release()
 
     async def _upstream_answered(
         self: Proxy,

@@ -407,11 +407,7 @@ class Proxy(CallHandling, TaskHandling):
         """X9: a client request or notification goes upstream now, or after the calls the
         client sent before it (still waiting for the tool list) went. Answers to the
         upstream's own requests never wait: the upstream may need one to go on."""
-        if self._to_upstream_order.clear():
-            await self._to_upstream(line)
-        else:
-            turn = self._to_upstream_order.turn()
-            self._spawn_in(turn, turn.wrap(self._to_upstream)(line))
+        await self._in_order(self._to_upstream_order, self._to_upstream, line)
 
     async def _to_upstream(self, line: bytes) -> None:
         if self.upstream_gone is not None:
@@ -521,11 +517,16 @@ class Proxy(CallHandling, TaskHandling):
 
     async def _deliver(self, reply: Reply, line: bytes) -> None:
         """X9: send an upstream message now, or after the ones before it still on their way."""
-        if self._order.clear():
-            await reply(line)
+        await self._in_order(self._order, reply, line)
+
+    async def _in_order(self, order: Order, send: Reply, line: bytes) -> None:
+        """`send(line)` now when nothing before it in `order` is still on its way, else in a
+        task of its own that waits its turn (the common case costs no task)."""
+        if order.clear():
+            await send(line)
         else:
-            turn = self._order.turn()
-            self._spawn_in(turn, turn.wrap(reply)(line))
+            turn = order.turn()
+            self._spawn_in(turn, turn.wrap(send)(line))
 
     def _upstream_lost(self, gone: UpstreamGone) -> None:
         if self.upstream_gone is not None:
