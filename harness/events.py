@@ -21,8 +21,9 @@ from harness.faults import FAULTS, SCENARIOS
 from harness.infile import read_lines
 
 # 2: tools_listed.complete, call_received.reason_unlisted / identity_arguments / key_honoured,
-# message_refused, task_created, upstream status "input_required". Version 1 logs still read.
-LOG_VERSION = 2
+# message_refused, task_created, upstream status "input_required". 3: fault_not_applicable.
+# Older logs still read.
+LOG_VERSION = 3
 
 ToolClassName = Literal["write", "read", "unclassified"]
 FaultName = Literal[tuple(FAULTS)]  # the fault registry's names (harness.faults)
@@ -130,6 +131,16 @@ class FaultApplied(_Event):
     retry_after_s: float | None = None
 
 
+class FaultNotApplicable(_Event):
+    """The fault plan chose a fault for a call that it means nothing to (F7 for an agent
+    without a session); the call passed unchanged and the scenario is spent."""
+
+    type: Literal["fault_not_applicable"] = "fault_not_applicable"
+    seq: int
+    fault: FaultName
+    reason: str = Field(description="Why, in one sentence without a full stop.")
+
+
 class UpstreamAnswered(_Event):
     """What came back from the upstream for a call, or why nothing usable came back."""
 
@@ -164,6 +175,7 @@ Event = Annotated[
     | MessageRefused
     | TaskCreated
     | FaultApplied
+    | FaultNotApplicable
     | UpstreamAnswered
     | AnswerSent
     | SessionEnded,

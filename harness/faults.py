@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from harness.errors import UsageError
 
 MAX_RETRY_AFTER_S = 86_400
+SESSION_REVISIONS = ("2025-06-18", "2025-11-25")  # the protocol revisions with a session
 
 
 def _error_result(text: str) -> dict[str, Any]:
@@ -42,11 +43,21 @@ class Fault:
     writes: ClassVar[int] = 1  # how many writes of a run it is applied to
     scenario: ClassVar[bool] = True  # chosen with --scenario (chaos is a mode of its own)
     http_only: ClassVar[bool] = False  # needs an agent on HTTP (--listen)
+    needs_session: ClassVar[bool] = False  # needs a protocol session (not 2026-07-28)
     retry_after_s: float | None = None
 
     def answer(self) -> dict[str, Any] | None:
         """The tool result to send the agent; None means pass the upstream's answer through."""
         raise NotImplementedError
+
+    def inapplicable(self, sessionless: str | None) -> str | None:
+        """Why this fault means nothing to the agent, or None when it applies; `sessionless` is
+        the revision of an agent without a session (2026-07-28), None for a session's agent."""
+        if self.needs_session and sessionless is not None:
+            revisions = ", ".join(SESSION_REVISIONS)
+            return (f"{self.name} needs a session (protocol revisions {revisions}); the agent "
+                    f"speaks {sessionless}, which has none")  # fmt: skip
+        return None
 
 
 @dataclass(frozen=True)
@@ -197,10 +208,12 @@ class SessionExpired(HttpFault):
     must initialize a new one)."""
 
     name: ClassVar[str] = "F7"
-    brief: ClassVar[str] = "404 on the session id, i.e. session expired (HTTP agent)"
+    brief: ClassVar[str] = ("404 on the session id, i.e. session expired (HTTP agent with a "
+                            "session: not 2026-07-28)")
     summary: ClassVar[str] = ("HTTP 404 for the session id: the session expired, nothing runs; "
                               "the agent must start a new session.")
     executes_upstream: ClassVar[bool] = False
+    needs_session: ClassVar[bool] = True  # a 2026-07-28 agent has no session to lose
     status: ClassVar[int] = 404
 
     def answer(self) -> dict[str, Any]:
@@ -325,6 +338,14 @@ class FaultPlan:
             return kind()
         self._done = True
         return kind(retry_after_s=config.retry_after_s) if kind.retry_window else kind()
+
+    def not_applied(self, seq: int) -> None:
+        """The fault decided for call `seq` meant nothing to its agent and was not applied; the
+        scenario is spent all the same (one fault per run, never moved to a later call)."""
+        self._done = True
+        self._passes_left = 0
+        if self._ghost_pending == seq:
+            self._ghost_pending = None
 
     def upstream_answered(self, seq: int, executed: bool) -> bool:
         """F1: does the ghost apply to this call? Only if the upstream executed it (S7)."""

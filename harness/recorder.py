@@ -18,6 +18,7 @@ from harness.events import (
     AnswerSource,
     CallReceived,
     FaultApplied,
+    FaultNotApplicable,
     ListedTool,
     MessageRefused,
     SessionEnded,
@@ -157,6 +158,10 @@ class Recorder:
                 retry_after_s=fault.retry_after_s,
             )
         )
+
+    def fault_not_applicable(self, seq: int, fault: Fault, reason: str) -> None:
+        """The plan's fault means nothing to this call's agent: not applied (F7 sessionless)."""
+        self._emit(FaultNotApplicable(t_ns=self.clock(), seq=seq, fault=fault.name, reason=reason))
 
     def upstream(
         self,

@@ -113,13 +113,22 @@ class Session:
         arguments: Any,
         rpc_id: int | str | None = None,
         raw_arguments: str | None = None,
+        sessionless: str | None = None,
     ) -> Ticket:
-        """Record the call and ask the plan; an injecting fault answers instead of upstream."""
+        """Record the call and ask the plan; an injecting fault answers instead of upstream.
+
+        `sessionless`: the protocol revision of an agent without a session (2026-07-28).
+        """
         event = self.recorder.call(tool, arguments, rpc_id=rpc_id, raw_arguments=raw_arguments)
         # S7: a tool the upstream does not have leaves the scenario armed; when its list could
         # not be read, a name it did not list may still exist (C10).
         listed = self.classification.might_exist(tool)
         fault = self.plan.decide(event.seq, event.tool_class, listed)
+        why = fault.inapplicable(sessionless) if fault is not None else None
+        if fault is not None and why is not None:  # H2: e.g. F7 without a session to expire
+            self.plan.not_applied(event.seq)
+            self.recorder.fault_not_applicable(event.seq, fault, why)
+            fault = None
         ticket = Ticket(event.seq, tool, event.tool_class, fault, None, CURRENT_BATCH.get())
         if fault is not None and not fault.executes_upstream:
             self.recorder.fault(event.seq, fault)

@@ -20,6 +20,7 @@ from harness.events import (
     CallReceived,
     Event,
     FaultApplied,
+    FaultNotApplicable,
     ListedTool,
     MessageRefused,
     SessionEnded,
@@ -109,6 +110,7 @@ class Judge:
         self.refused: Counter[str] = Counter()  # X10: messages not forwarded, by reason
         self.faults_injected = 0
         self.scenario_triggered = False
+        self.not_applicable: list[FaultNotApplicable] = []  # H2: faults the agent had no use for
         self.ops: list[OpState] = []
         self.keys: list[KeyState] = []
         self.unclassified: list[UnclassifiedRepeat] = []
@@ -311,6 +313,9 @@ class Judge:
             self.window = RetryWindow(attempt, int(ev.retry_after_s * 1_000_000_000))
         self._mark(attempt.op)
 
+    def _on_not_applicable(self, ev: FaultNotApplicable) -> None:
+        self.not_applicable.append(ev)
+
     def _on_upstream(self, ev: UpstreamAnswered) -> None:
         attempt = self._attempts.get(ev.seq + self._seq_base)
         if attempt is None or attempt.upstream is not None:
@@ -421,6 +426,7 @@ _HANDLERS = {
     ToolsListed: Judge._on_tools,
     CallReceived: Judge._on_call,
     FaultApplied: Judge._on_fault,
+    FaultNotApplicable: Judge._on_not_applicable,
     UpstreamAnswered: Judge._on_upstream,
     AnswerSent: Judge._on_answer,
     SessionEnded: Judge._on_ended,

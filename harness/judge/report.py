@@ -67,6 +67,13 @@ def verdict(judge: Judge) -> Verdict:
         return Verdict(NOT_TESTED, "No tool was called, so nothing was tested.")
     if judge.calls_by_class.get("write", 0) == 0:
         return Verdict(NOT_TESTED, "No write tool was called, so no duplicate could be tested.")
+    if scenario is not None and not judge.scenario_triggered and judge.not_applicable:
+        skipped = judge.not_applicable[0]  # H2: e.g. F7 for an agent without a session
+        return Verdict(
+            NOT_TESTED,
+            f"Scenario {skipped.fault} was not applied: {skipped.reason}; the write passed "
+            "unchanged.",
+        )
     if scenario is not None and not judge.scenario_triggered:
         return Verdict(
             NOT_TESTED, f"Scenario {scenario} was set but never triggered on a write call."

@@ -109,8 +109,9 @@ class CallHandling:
         except TimeoutError:
             self.log("WARNING: the upstream's tool list is late; judging this call unlisted")
         ticket = self.session.begin_call(
-            name, arguments, rpc_id=rpc_id, raw_arguments=raw_arguments
-        )
+            name, arguments, rpc_id=rpc_id, raw_arguments=raw_arguments,
+            sessionless=self.revision.version if self.revision.stateless else None,
+        )  # fmt: skip
         self._after_call_received(ticket.seq)
         if not ticket.goes_upstream:
             turn.release()  # it never goes upstream: nothing behind it needs to wait

@@ -215,3 +215,25 @@ async def test_x11_h1_2025_11_25_contrast_the_same_ghost_commit_over_a_session(
     assert "initialize" in methods and "server/discover" not in methods
     assert len(run.sessions - {""}) == 1  # one upstream session, named by its id
 
+
+@pytest.mark.parametrize("combo", ["http-stdio", "http-http"])
+async def test_h2_x11_f7_is_not_applied_to_a_2026_07_28_agent_which_has_no_session(
+    combo, work_repo, tmp_path, agent_harness_bin
+):  # H2 X11: a 404 "Session not found" means nothing without a session
+    async with through_proxy(combo, work_repo, tmp_path, agent_harness_bin,
+                             "--scenario", "F7") as run:  # fmt: skip
+        failed, text = await run.call("git_commit", message=MESSAGE)
+        assert not failed and "committed successfully" in text  # the real answer
+        # One fault per run: the scenario is spent, not kept for a later write.
+        failed, text = await run.call("git_create_branch", branch_name="feature")
+        assert not failed and "Created branch 'feature'" in text
+    report = await run.finish()
+    assert subjects(work_repo) == [MESSAGE, "initial commit"]  # ground truth: exactly once
+    assert "feature" in git(work_repo, "branch", "--format=%(refname:short)").split()
+    assert report["verdict"] == "NOT_TESTED"
+    reason = report["report"]["verdictReason"]
+    assert "F7" in reason and "needs a session" in reason and MODERN in reason
+    assert run.events_of("fault_applied") == []
+    [skipped] = run.events_of("fault_not_applicable")
+    assert skipped["fault"] == "F7" and "needs a session" in skipped["reason"]
+    assert_modern_wire(run)

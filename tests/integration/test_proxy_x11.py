@@ -118,3 +118,38 @@ async def test_c10_unlisted_tools_are_classified_by_flags_and_names_and_judged(f
     assert upstream.executed == [("create_booking", BOOK)] * 2
     assert j.report["verdict"] == "FAIL"
     assert j.report["operations"][0]["executions"] == 2
+
+
+@pytest.mark.parametrize("stateless", [True, False], ids=["2026-07-28", "2025-11-25"])
+async def test_h2_x11_f7_applies_only_to_a_client_with_a_session_and_is_spent_either_way(
+    stateless,
+):  # H2 X11: a 404 on the session id means nothing to a client that has no session
+    from mcp.shared.exceptions import MCPError
+
+    bob = {**BOOK, "guest": "Bob"}
+    async with proxied(scenario="F7", stateless=stateless) as h:
+        if stateless:
+            first = await h.client.call_tool("create_booking", BOOK)
+            assert first.is_error is False  # the upstream's real answer
+        else:
+            with pytest.raises(MCPError, match="Session not found"):
+                await h.client.call_tool("create_booking", BOOK)
+        assert (await h.client.call_tool("create_booking", bob)).is_error is False
+    kinds = [e.type for e in h.events.events]
+    j = h.judgement()
+    assert h.upstream.count("create_booking", bob) == 1  # one fault per run: none for Bob
+    if stateless:
+        assert h.upstream.count("create_booking", BOOK) == 1  # passed unchanged, once
+        assert "fault_applied" not in kinds
+        [skipped] = [e for e in h.events.events if e.type == "fault_not_applicable"]
+        assert (skipped.seq, skipped.fault) == (1, "F7")
+        assert j.report["verdict"] == "NOT_TESTED"
+        assert j.report["verdictReason"] == (
+            "Scenario F7 was not applied: F7 needs a session (protocol revisions 2025-06-18, "
+            "2025-11-25); the agent speaks 2026-07-28, which has none; the write passed "
+            "unchanged."
+        )
+    else:
+        assert h.upstream.count("create_booking", BOOK) == 0  # the 404: nothing ran
+        assert "fault_not_applicable" not in kinds and kinds.count("fault_applied") == 1
+        assert j.report["verdict"] == "PASS"

@@ -11,6 +11,7 @@ from harness.events import (
     AnswerSent,
     CallReceived,
     FaultApplied,
+    FaultNotApplicable,
     SessionStarted,
     from_json,
     read_jsonl,
@@ -85,3 +86,14 @@ def test_a_newer_log_version_is_refused_with_advice(tmp_path):
 def test_a_missing_log_is_one_clear_error(tmp_path):
     with pytest.raises(EventLogError, match="missing.jsonl: no such file"):
         list(read_jsonl(tmp_path / "missing.jsonl"))
+
+
+def test_a_version_2_log_still_reads_and_a_fault_not_applicable_round_trips(tmp_path):
+    # events.LOG_VERSION 3 added fault_not_applicable (H2: F7 for an agent without a session)
+    assert LOG_VERSION == 3
+    old = SessionStarted(t_ns=1, harness_version="0", log_version=2, scenario="F7")
+    skipped = FaultNotApplicable(t_ns=3, seq=1, fault="F7", reason="F7 needs a session")
+    path = tmp_path / "events.jsonl"
+    path.write_text(to_json(old) + "\n" + to_json(skipped) + "\n")
+    assert list(read_jsonl(path)) == [old, skipped]
+    assert '"type":"fault_not_applicable"' in to_json(skipped)

@@ -80,3 +80,18 @@ def test_h2_a_spec_with_an_http_only_fault_needs_an_http_agent(tmp_path) -> None
     assert "scenarios[1]: F7 exists only over HTTP: set proxy.agent: http" in load_error(stdio)
     http = write(tmp_path, spec_text(scenarios="\n  - F7", proxy="\n  agent: http"), "http.yaml")
     assert load_spec(http).scenarios[0].proxy_args() == ("--scenario", "F7")
+
+
+def test_h2_x11_only_f7_needs_a_session_and_the_plan_spends_it_where_it_cannot_apply() -> None:
+    assert {name for name, kind in FAULTS.items() if kind.needs_session} == {"F7"}
+    f7 = FAULTS["F7"]()
+    assert f7.inapplicable(None) is None  # an agent with a session (2025-06-18, 2025-11-25)
+    assert f7.inapplicable("2026-07-28") == (
+        "F7 needs a session (protocol revisions 2025-06-18, 2025-11-25); the agent speaks "
+        "2026-07-28, which has none"
+    )
+    assert FAULTS["F1"]().inapplicable("2026-07-28") is None
+    plan = FaultPlan(PlanConfig(scenario="F7"))
+    assert plan.decide(1, "write", True) is not None
+    plan.not_applied(1)
+    assert plan.decide(2, "write", True) is None  # one fault per run: not moved to a later call
