@@ -39,6 +39,8 @@ class HttpTap:
     target: str
     # (session id, direction, message): "sent" client -> server, "answered" server -> client
     messages: list[tuple[str, str, bytes]] = field(default_factory=list)
+    # (HTTP method, headers with lower-case names, body) of every request relayed, in order
+    requests: list[tuple[str, dict[str, str], bytes]] = field(default_factory=list)
     url: str = ""
     _runner: web.AppRunner | None = None
     _http: aiohttp.ClientSession | None = None
@@ -74,6 +76,7 @@ class HttpTap:
         body = await request.read()
         session = request.headers.get("Mcp-Session-Id", "")
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
+        self.requests.append((request.method, {k.lower(): v for k, v in headers.items()}, body))
         async with self._http.request(
             request.method, self.target, data=body or None, headers=headers
         ) as upstream:

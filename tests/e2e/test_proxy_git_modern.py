@@ -162,6 +162,11 @@ def assert_modern_wire(run: Run) -> None:
         assert m["params"]["_meta"][PROTOCOL_VERSION_KEY] == MODERN, m
     if run.tap is not None:
         assert run.sessions == {""}  # no Mcp-Session-Id, asked for or given
+        posts = [(h, json.loads(body)) for verb, h, body in run.tap.requests if verb == "POST"]
+        for headers, body in posts:  # each POST names its revision and method in headers
+            assert headers["mcp-protocol-version"] == MODERN
+            if "method" in body:
+                assert headers["mcp-method"] == body["method"]
 
 
 @pytest.mark.parametrize("combo", COMBOS)
