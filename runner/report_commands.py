@@ -20,11 +20,7 @@ from runner.run_command import (
     EXIT_RUNS_FAILED,
     execute,
 )
-
-
-def _error(command: str, message: str) -> int:
-    print(f"agent-harness {command}: error: {terminal(message)}", file=sys.stderr)
-    return EXIT_ERROR
+from runner.run_command import print_error as _error  # one line per problem
 
 
 def default_report_path(name: str, fmt: str) -> Path:

@@ -29,9 +29,16 @@ EXIT_INTERRUPTED = 130
 SHOWN_ERRORS = 5
 
 
-def _error(message: str, command: str = "run") -> int:
-    print(f"agent-harness {command}: error: {terminal(message)}", file=sys.stderr)
+def print_error(command: str, message: str) -> int:
+    """One error line per problem (a spec can have several, one per FILE:LINE), each escaped
+    on its own so no foreign text can drive the terminal (V4, V6); returns EXIT_ERROR."""
+    for line in message.splitlines() or [""]:
+        print(f"agent-harness {command}: error: {terminal(line)}", file=sys.stderr)
     return EXIT_ERROR
+
+
+def _error(message: str, command: str = "run") -> int:
+    return print_error(command, message)
 
 
 def say(line: str) -> None:

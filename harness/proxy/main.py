@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
     try:
         parsed = parse(argv)
     except UsageError as exc:
-        print(f"agent-harness proxy: error: {exc}", file=sys.stderr)
+        print(f"agent-harness proxy: error: {terminal(str(exc))}", file=sys.stderr)
         return 1
     if parsed.help:
         print(help_text())

@@ -118,3 +118,17 @@ def test_v5_proxy_help_documents_its_exit_codes():
     done = subprocess.run([str(BIN), "proxy", "--help"], capture_output=True, text=True,
                           timeout=60)
     assert "Exit codes: 0 normal end" in done.stdout
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_v4_a_spec_with_several_problems_prints_one_error_line_per_problem(root, command):
+    # V4: each problem is one line of its own with FILE:LINE, not one line joined by "\x0a".
+    (root / "bad.yaml").write_text("name: x\nruns: 0\nscenarios: [F99]\n")
+    done = cli(root, command, "bad.yaml", "--db", "runs.duckdb")
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert len(lines) >= 3 and "\\x0a" not in done.stderr
+    assert all(line.startswith(f"agent-harness {command}: error: bad.yaml:") for line in lines)
+    assert any("bad.yaml:2: runs:" in line for line in lines)
+    assert any("bad.yaml:3: scenarios[0]: unknown scenario 'F99'" in line for line in lines)
+    assert not (root / "runs.duckdb").exists()
