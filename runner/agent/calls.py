@@ -85,7 +85,14 @@ def provider_of(model: str, params: Mapping[str, Any]) -> str:
     given = params.get("custom_llm_provider")
     if isinstance(given, str) and given:
         return given
-    return model.split("/", 1)[0] if "/" in model else ""
+    if "/" in model:
+        return model.split("/", 1)[0]
+    # A bare name (`gpt-4o`): the provider litellm infers from its model list, as it will
+    # when it calls the model; '' for a name it does not know.
+    try:
+        return str(litellm_quietly().get_llm_provider(model)[1] or "")
+    except Exception:  # litellm raises its BadRequestError for an unknown bare name
+        return ""
 
 
 # Providers whose API takes a `seed`: the scripted models and OpenAI's chat API (which

@@ -184,7 +184,9 @@ async def test_cost_comes_from_the_model_that_answered_not_the_one_asked_for():
 # -- a whole run against the endpoint ----------------------------------------------------------
 
 
-async def test_a_whole_run_passes_its_seed_and_stores_an_unknown_cost(tmp_path):
+# A bare name (gpt-4o-mini) is OpenAI's to litellm too: it gets the seed like openai/NAME.
+@pytest.mark.parametrize("name", ["openai/smollm2", "gpt-4o-mini"])
+async def test_a_whole_run_passes_its_seed_and_stores_an_unknown_cost(tmp_path, name):
     from runner.execute import execute_run
     from runner.matrix import expand
     from runner.spec import load_spec
@@ -193,7 +195,7 @@ async def test_a_whole_run_passes_its_seed_and_stores_an_unknown_cost(tmp_path):
         path = tmp_path / "spec.yaml"
         path.write_text(
             "name: seeded\n"
-            f"models: [{{name: openai/smollm2, params: {{api_base: '{stub.url}'}}}}]\n"
+            f"models: [{{name: {name}, params: {{api_base: '{stub.url}'}}}}]\n"
             "prompts: [{name: p, text: Be careful.}]\n"
             "upstreams: [{name: b, builtin: booking}]\n"
             "conversations: [{name: c, user: Book a room.}]\n",
