@@ -20,7 +20,7 @@ from harness.errors import ConfigError, ReportFileError, UpstreamError
 from harness.http.lanes import Lane
 from harness.http.listen import Listener
 from harness.proxy.args import ProxyConfig
-from harness.proxy.router import Proxy
+from harness.proxy.router import Proxy, unrecordable_line
 from harness.reportfile import ReportFile
 from harness.session import Session
 
@@ -56,12 +56,30 @@ async def serve_listening(
     assert config.listen is not None
     spare: list[Any] = [first_upstream]  # started at once, so a bad command fails at startup
     stopped = asyncio.Event()
-    failure: list[BaseException] = []
+    failure: list[BaseException] = []  # the report file cannot be written
+    unrecordable: list[ReportFileError] = []  # the event log cannot be written
+    lanes: set[Proxy] = set()  # the lanes' routers still running
     lane_session = _LaneSession(session)
-    if event_log is not None:  # an event log that cannot be written ends the run (O4, V1)
-        event_log.on_failure = lambda exc: (failure.append(exc), stopped.set())
+
+    def cannot_record(exc: ReportFileError) -> None:
+        """O4, X10: like over stdio. Every lane refuses new requests at once (none is forwarded
+        unrecorded) and ends when its calls in flight are answered; then the run stops."""
+        if unrecordable:
+            return
+        unrecordable.append(exc)
+        log(unrecordable_line(exc))
+        for lane_proxy in list(lanes):
+            lane_proxy.cannot_record(exc)
+        stop_when_idle()
+
+    def stop_when_idle() -> None:
+        if unrecordable and not lanes:
+            stopped.set()
+
+    if event_log is not None:
+        event_log.on_failure = cannot_record
         if event_log.failed is not None:
-            event_log.on_failure(event_log.failed)
+            cannot_record(event_log.failed)
 
     async def start_lane(lane: Lane) -> None:
         upstream = spare.pop() if spare else await open_upstream()
@@ -78,6 +96,9 @@ async def serve_listening(
             describe_upstream_exit=upstream.describe_exit,
             wait_at_eof=False,  # an ended session has no stream left to answer on: X6's 2 s
         )
+        lanes.add(proxy)
+        if unrecordable:  # a session begun after the event log failed forwards nothing
+            proxy.cannot_record(unrecordable[0])
         lane.task = asyncio.create_task(run_lane(proxy, upstream))
 
     async def run_lane(proxy: Proxy, upstream: Any) -> None:
@@ -89,7 +110,9 @@ async def serve_listening(
         except (UpstreamError, ConfigError) as exc:
             log(f"ERROR: a session ended: {exc}")
         finally:
+            lanes.discard(proxy)
             await upstream.close()
+            stop_when_idle()
 
     host, port = config.listen
     listener = Listener(
@@ -122,9 +145,11 @@ async def serve_listening(
         await listener.stop()
         if failure:
             raise failure[0]
-        session.end(reason[0])
+        session.end("the event log could not be written" if unrecordable else reason[0])
         if report is not None:
             report.write_pieces(session.report_file_pieces("finished"))
+        if unrecordable:
+            code = 1  # its one line is already out: the event log is incomplete
     except ReportFileError as exc:
         log(f"ERROR: {exc}; stopping. Do not trust the verdict in the report file.")
         code = 1

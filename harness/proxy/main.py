@@ -24,7 +24,7 @@ from harness.http import headers as http_headers
 from harness.outfile import Target, resolve, same_file
 from harness.proxy.args import ProxyConfig, help_text, parse
 from harness.proxy.eventlog import EventLogFile
-from harness.proxy.router import Proxy
+from harness.proxy.router import Proxy, unrecordable_line
 from harness.reportfile import ReportFile
 from harness.session import Session
 from harness.textsafe import terminal
@@ -116,9 +116,14 @@ async def serve(config: ProxyConfig) -> int:
         describe_upstream_exit=upstream.describe_exit,
     )
     if event_log is not None:
-        event_log.on_failure = proxy.cannot_record
+
+        def unrecordable(exc: ReportFileError) -> None:
+            log(unrecordable_line(exc))
+            proxy.cannot_record(exc)
+
+        event_log.on_failure = unrecordable
         if event_log.failed is not None:  # failed before the proxy could be told
-            proxy.cannot_record(event_log.failed)
+            unrecordable(event_log.failed)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, proxy.stop, f"received {signal.Signals(sig).name}")

@@ -52,6 +52,15 @@ INVALID_REQUEST = -32600
 PARSE_ERROR = -32700
 
 
+
+def unrecordable_line(exc: ReportFileError) -> str:
+    """The one stderr line when the event log cannot be written (O4)."""
+    return (
+        f"ERROR: {exc}; stopping: requests from now on are answered with an error and not "
+        "forwarded, the calls in flight get the upstream's answers (exit code 1)"
+    )
+
+
 class Proxy(CallHandling, TaskHandling):
     """One proxy session between a client line stream and an upstream line stream."""
 
@@ -137,14 +146,11 @@ class Proxy(CallHandling, TaskHandling):
 
     def cannot_record(self, exc: ReportFileError) -> None:
         """The event log cannot be written: no new request is forwarded (each is answered with
-        an error); what is in flight gets the upstream's answer; then the proxy stops."""
+        an error); what is in flight gets the upstream's answer; then the proxy stops. The
+        caller says so once (`unrecordable_line`): over HTTP many lanes share one event log."""
         if self.unrecordable is not None:
             return
         self.unrecordable = exc
-        self.log(
-            f"ERROR: {exc}; stopping: requests from now on are answered with an error and not "
-            "forwarded, the calls in flight get the upstream's answers (exit code 1)"
-        )
         self._stop_when_idle()
 
     def _stop_when_idle(self) -> None:

@@ -7,6 +7,7 @@ hostile tool names, a twenty-line JSON-RPC server written by the test.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import resource
@@ -18,9 +19,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anyio
 import pytest
 
+from tests.e2e.httpkit import executions, running
 from tests.e2e.test_proxy_e2e import (
     BOOK,
     DEADLINE_S,
@@ -34,6 +37,7 @@ from tests.e2e.test_proxy_e2e import (
     wait_file,
     wait_gone,
 )
+from tests.e2e.test_proxy_http_faults import Agent
 from tests.e2e.transparency import RawClient
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -201,6 +205,64 @@ async def test_o4_a_full_event_log_answers_every_request_and_forwards_nothing_it
                                 capture_output=True, text=True, timeout=DEADLINE_S)
         assert judged.returncode == 0, judged.stderr
 
+
+
+async def test_o4_x10_h1_a_full_event_log_under_listen_forwards_nothing_it_cannot_record(
+    agent_harness_bin, tmp_path
+):
+    # The same decision over streamable HTTP (--listen), where every session is a lane of its
+    # own: the POSTs whose arrival could not be recorded get the JSON-RPC error and are not
+    # forwarded, the ones forwarded get the upstream's real answers, then exit 1 with one line.
+    # (It once stopped the listener at once: every forwarded write lost its answer, a 503, and
+    # calls that arrived meanwhile were forwarded unrecorded.)
+    events, truth = tmp_path / "events.jsonl", tmp_path / "truth.jsonl"
+    server = (f"ulimit -S -f unlimited; exec {shlex.quote(sys.executable)} "
+              f"{shlex.quote(str(SERVER))} --ground-truth {shlex.quote(str(truth))} "
+              "--slow-ms 3000")  # fmt: skip
+    argv = [str(agent_harness_bin), "proxy", "--upstream-command", "sh",
+            "--upstream-arg=-c", "--upstream-arg", server, "--audit-tools", "off",
+            "--event-log", str(events), "--listen", "127.0.0.1:0"]  # fmt: skip
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (FULL_AT, resource.RLIM_INFINITY))
+
+    async with running(argv, preexec_fn=small_files) as proxy, aiohttp.ClientSession() as http:
+        agent = Agent(http, proxy.url)
+        assert await agent.initialize() == "2025-11-25"
+
+        async def call(i: int) -> list[dict[str, Any]]:
+            status, _, messages = await agent.post({
+                "jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": {"name": "slow_write", "arguments": {"item": f"{i}-{BIG}"}},
+            })  # fmt: skip
+            assert status == 200
+            return messages
+
+        posted = await asyncio.gather(*(call(i) for i in range(1, CALLS + 1)))
+        with anyio.fail_after(DEADLINE_S):
+            code = await proxy.proc.wait()
+    assert code == 1
+    assert all(len(messages) == 1 for messages in posted)  # each POST answered once
+    answers = {m["id"]: m for (m,) in posted}
+    forwarded = sorted(i for i, a in answers.items() if "result" in a)
+    refused = sorted(i for i, a in answers.items() if "error" in a)
+    assert forwarded and refused and forwarded + refused == list(range(1, CALLS + 1))
+    for i in refused:
+        assert answers[i]["error"]["code"] == -32000
+        assert "cannot record" in answers[i]["error"]["message"]
+    # Ground truth: the upstream ran exactly the forwarded calls, whose answers are its own.
+    assert sorted(e["arguments"]["item"] for e in executions(truth)) == sorted(
+        f"{i}-{BIG}" for i in forwarded
+    )
+    for i in forwarded:
+        assert json.loads(answers[i]["result"]["content"][0]["text"]) == {
+            "done": True, "item": f"{i}-{BIG}"}  # fmt: skip
+    errors = [x for x in proxy.lines if "ERROR" in x]
+    assert len(errors) == 1 and "cannot write the event log" in errors[0]
+    assert "Traceback" not in proxy.stderr
+    judged = subprocess.run([str(agent_harness_bin), "judge", str(events)],
+                            capture_output=True, text=True, timeout=DEADLINE_S)
+    assert judged.returncode == 0, judged.stderr
 
 # -- V7: the upstream's group and a killed proxy's leftovers ---------------------------------------
 
