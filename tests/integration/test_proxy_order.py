@@ -112,3 +112,22 @@ async def test_x9_what_the_client_sends_after_a_waiting_call_never_overtakes_it(
         await h.to_client.wait_for(lambda m: m.get("id") == "p1")
     ours = [first, then, ping]
     assert [line for line in h.to_upstream.lines if line in ours] == ours  # in order, unchanged
+
+
+async def test_x9_s8_calls_that_waited_for_the_tool_list_begin_in_the_order_they_came():
+    # S8 decides "the first write" in arrival order; calls that all wait for the proxy's own
+    # tool list must be numbered (and judged, and forwarded) in the order the client sent them.
+    upstream = ChattyUpstream(hold_list=True)
+    ids = [f"c{n}" for n in range(8)]
+    async with proxied(upstream, audit_tools=False) as h:
+        for rpc_id in ids:
+            await h.from_client.write_line(call(rpc_id))
+        while not h.from_client._queue.empty():  # the proxy has taken every line
+            await asyncio.sleep(0)
+        upstream.release.set()
+        for rpc_id in ids:
+            await h.to_client.wait_for(lambda m, rpc_id=rpc_id: m.get("id") == rpc_id)
+        received = [e for e in h.events.events if e.type == "call_received"]
+    assert [e.rpc_id for e in sorted(received, key=lambda e: e.seq)] == ids
+    calls = [m["id"] for m in upstream.received if m.get("method") == "tools/call"]
+    assert calls == ids
