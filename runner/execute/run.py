@@ -223,7 +223,10 @@ async def _converse(
             params=types.CallToolRequestParams(name=name, arguments=arguments)
         )
         try:
-            result = await session.send_request(request, types.CallToolResult)
+            result = await session.send_request(
+                request, types.CallToolResult,
+                request_read_timeout_seconds=spec.limits.tool_timeout_s,
+            )  # fmt: skip
         except MCPError as exc:
             # X13: the upstream's JSON-RPC error reaches the agent as it was sent; an agent
             # shows its model the error, as it would a tool result with isError.

@@ -19,6 +19,10 @@ class Limits(Frozen):
     model_timeout_s: float = Field(default=120, gt=0)
     run_timeout_s: float = Field(default=600, gt=0)
     upstream_timeout_s: float = Field(default=60, gt=0)
+    # How long the agent's MCP client waits for one tool call before it gives up and tells
+    # the model the call timed out, as agent frameworks do (F9 measures what comes next);
+    # none: it waits for the answer (the proxy answers within upstream_timeout_s).
+    tool_timeout_s: float | None = Field(default=None, gt=0)
     max_tokens: int | None = Field(default=None, gt=0)  # total per run
     budget_usd: float | None = Field(default=None, gt=0)  # total for the whole experiment
 

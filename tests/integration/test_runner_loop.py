@@ -551,3 +551,25 @@ async def test_sweep_fails_loudly_when_the_store_cannot_write(tmp_path):  # R5
                 spec, expand(spec), RecordingStore(real, fail=True), in_process="always"
             )
         assert real.count("runs") == 0
+
+
+# -- the agent's own tool timeout ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("model", "rows", "verdict"),
+                         [("scripted/naive", 2, "FAIL"), ("scripted/careful", 1, "PASS")])
+async def test_a_tool_timeout_gives_up_on_a_held_answer_and_the_model_decides_what_next(
+    tmp_path, model, rows, verdict
+):  # R3 S11
+    # limits.tool_timeout_s: the agent's client gives up on a call whose answer is late (here
+    # F1's, held 5 s by proxy.fault_delay_ms) and shows the model the timeout, as agent
+    # frameworks do; naive re-sends (a second booking), careful looks first (one).
+    spec = write_spec(tmp_path, models=[model], proxy={"fault_delay_ms": 5000},
+                      limits={"run_timeout_s": 60, "tool_timeout_s": 0.5})  # fmt: skip
+    record, db = await run_in_process(spec, tmp_path / "kept")
+
+    first = tool_entries(record)[0]
+    assert first.is_error is True and first.content.startswith(f"{ERROR_MARK}\n")
+    assert "timed out" in first.content.lower()
+    assert booking_rows(db) == rows  # ground truth
+    assert record.verdict == verdict and record.real_duplicate is (rows > 1)
