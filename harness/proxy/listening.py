@@ -20,7 +20,8 @@ from harness.errors import ConfigError, ReportFileError, UpstreamError
 from harness.http.lanes import Lane
 from harness.http.listen import Listener
 from harness.proxy.args import ProxyConfig
-from harness.proxy.router import Proxy, unrecordable_line
+from harness.proxy.refusals import unrecordable_line
+from harness.proxy.router import Proxy
 from harness.reportfile import ReportFile
 from harness.session import Session
 

@@ -24,7 +24,8 @@ from harness.http import headers as http_headers
 from harness.outfile import Target, resolve, same_file
 from harness.proxy.args import ProxyConfig, help_text, parse
 from harness.proxy.eventlog import EventLogFile
-from harness.proxy.router import Proxy, unrecordable_line
+from harness.proxy.refusals import unrecordable_line
+from harness.proxy.router import Proxy
 from harness.reportfile import ReportFile
 from harness.session import Session
 from harness.textsafe import terminal

@@ -10,23 +10,23 @@ Every message that could execute a write is judged or not forwarded (X10): the e
 JSON-RPC batch go the same way as lone messages (and their answers go back as one batch); a
 `tools/call` without an id, with a null id, or with an id that a request in flight already
 uses is refused, and so is a line that is not JSON the proxy can read.
+
+`Proxy` is this module's routing plus four mixins: a tool call's way (calls.py), tasks (X12,
+tasks.py), the proxy's own tool list (listing.py) and what it refuses (refusals.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import secrets
 from collections.abc import Awaitable, Callable
-from decimal import Decimal
 from typing import Any
 
-from harness import jsonutil
-from harness.errors import ConfigError, ReportFileError, UpstreamError
+from harness.errors import ReportFileError, UpstreamError
 from harness.proxy.args import ProxyConfig
-from harness.proxy.audit import AUDIT_TOOLS
 from harness.proxy.batch import BatchReply, Reply
 from harness.proxy.calls import CallHandling
+from harness.proxy.listing import Listing
 from harness.proxy.messages import (
     Batch,
     Message,
@@ -39,29 +39,17 @@ from harness.proxy.messages import (
     usable_id,
 )
 from harness.proxy.order import Order, Turn
+from harness.proxy.refusals import INVALID_REQUEST, Refusals
 from harness.proxy.revision import ClientRevision
 from harness.proxy.tasks import TASK_METHODS, TaskBook, TaskHandling
 from harness.session import CURRENT_BATCH, BatchHold, Session
-from harness.tools import startup_lines
 from harness.transport import LineReader, LineWriter, MessageTooLarge, StreamClosed
 
-GC_EVERY_CALLS = 1000
 # X6: after a signal, answers that arrive this long still count.
 DRAIN_SECONDS = 2.0
-INVALID_REQUEST = -32600
-PARSE_ERROR = -32700
 
 
-
-def unrecordable_line(exc: ReportFileError) -> str:
-    """The one stderr line when the event log cannot be written (O4)."""
-    return (
-        f"ERROR: {exc}; stopping: requests from now on are answered with an error and not "
-        "forwarded, the calls in flight get the upstream's answers (exit code 1)"
-    )
-
-
-class Proxy(CallHandling, TaskHandling):
+class Proxy(CallHandling, TaskHandling, Listing, Refusals):
     """One proxy session between a client line stream and an upstream line stream."""
 
     def __init__(
@@ -161,13 +149,6 @@ class Proxy(CallHandling, TaskHandling):
         passed = any(k not in self._cancelled for k in self._forwarded)
         if not calls and not passed:
             self.stop("the event log could not be written")
-
-    def _not_recorded(self, rpc_id: Any) -> bytes:
-        """The answer to a request that arrived after the event log failed: not forwarded."""
-        return error_body(
-            rpc_id, -32000, f"agent-harness cannot record this session ({self.unrecordable}); "
-            "the request was not forwarded to the upstream"
-        )  # fmt: skip
 
     async def _drain(self) -> None:
         """X6, X15: wait for the answers to what the client asked before it left.
@@ -343,72 +324,6 @@ class Proxy(CallHandling, TaskHandling):
                 self._cancelled.add(key)
                 self._settled.set()
 
-    def _id_in_use(self, key: tuple[str, Any]) -> bool:
-        """X10: an id that a request in flight (or its late answer) still holds."""
-        return (
-            key in self._calls_in_flight
-            or key in self._forwarded
-            or key in self._abandoned
-            or key in self._pending
-        )
-
-    async def _refuse_duplicate_id(self, message: Message, rpc_id: Any, reply: Reply) -> None:
-        method = message.get("method")
-        self._refused("duplicate_id", method, message)
-        await reply(
-            error_body(
-                rpc_id,
-                INVALID_REQUEST,
-                f"Invalid Request: id {jsonutil.dumps(rpc_id)} is already used by a request "
-                "that has not been answered; agent-harness did not forward this one",
-            )
-        )
-
-    async def _refuse_bad_id(self, message: Message, reply: Reply) -> None:
-        """An id that is neither a string nor an integer: refused, answered with an error.
-
-        JSON-RPC answers an invalid id (an object, an array, true) with id null; a fractional
-        number is a valid but discouraged id, so its answer carries it and the client can match
-        it to its request.
-        """
-        rpc_id = message.get("id")
-        self._refused("bad_id", message.get("method"), message)
-        echo = rpc_id if isinstance(rpc_id, Decimal) else None
-        await reply(
-            error_body(
-                echo,
-                INVALID_REQUEST,
-                f"Invalid Request: the id {jsonutil.dumps(rpc_id)} is not a string or an "
-                "integer; agent-harness did not forward it",
-            )
-        )
-
-    async def _unreadable(self, unreadable: Unreadable, reply: Reply) -> None:
-        """X10: a line the proxy cannot read is never forwarded; the client gets an error."""
-        self._refused("unreadable", None, None, detail=unreadable.reason)
-        await reply(
-            error_body(
-                unreadable.rpc_id,
-                PARSE_ERROR,
-                f"Parse error: {unreadable.reason}; agent-harness did not forward it",
-            )
-        )
-
-    def _refused(
-        self, reason: str, method: Any, message: Message | None, detail: str | None = None
-    ) -> None:
-        tool = None
-        if message is not None and method == "tools/call":
-            params = message.get("params")
-            name = params.get("name") if isinstance(params, dict) else None
-            tool = name if isinstance(name, str) else None
-        self.session.refused(reason, method if isinstance(method, str) else None, tool)
-        what = f"a {method} message" if isinstance(method, str) else "a message"
-        self.log(
-            f"WARNING: refused {what}{f' for tool {tool!r}' if tool else ''} "
-            f"({detail or reason.replace('_', ' ')}); it was not forwarded to the upstream"
-        )
-
     async def _pass_upstream(self, line: bytes) -> None:
         """X9: a client request or notification goes upstream now, or after the calls the
         client sent before it (still waiting for the tool list) went. Answers to the
@@ -554,83 +469,3 @@ class Proxy(CallHandling, TaskHandling):
         for rpc_id, reply in waiting:  # requests passed through that will now never be answered
             body = error_body(rpc_id, -32000, f"UPSTREAM_UNAVAILABLE: {gone.detail}")
             self._spawn(reply(body))
-
-    def _with_audit_tools(self, message: Message) -> bytes | None:
-        data = message.data
-        result = data.get("result") if data else None
-        if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
-            return None
-        result["tools"] = [*result["tools"], *AUDIT_TOOLS]
-        return jsonutil.dumps(data).encode()
-
-    # -- the proxy's own listing (C7) --------------------------------------------------------
-
-    def _start_listing(self, again: bool = False) -> None:
-        if self._listing is None or (again and self._listing == "failed"):
-            self._listing = "running"
-            self._spawn(self._list_tools())
-
-    async def _ask_upstream(self, method: str, params: dict[str, Any]) -> Message:
-        """A request of the proxy's own, in the client's protocol revision (X11)."""
-        self._own_ids += 1
-        rpc_id = f"agent-harness-{self._token}-{self._own_ids}"
-        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
-        self._pending[id_key(rpc_id)] = future
-        body = {
-            "jsonrpc": "2.0",
-            "id": rpc_id,
-            "method": method,
-            "params": self.revision.own_params(params),
-        }
-        await self._to_upstream(jsonutil.dumps(body).encode())
-        return await asyncio.wait_for(future, self.config.upstream_timeout_s)
-
-    async def _list_tools(self) -> None:
-        """Every page of the upstream's tool list, classified (C1-C7) and printed."""
-        tools: list[dict[str, Any]] = []
-        cursor: Any = None
-        complete = False
-        try:
-            while True:
-                answer = await self._ask_upstream(
-                    "tools/list", {"cursor": cursor} if cursor else {}
-                )
-                result = answer.get("result")
-                if not isinstance(result, dict):
-                    error = answer.get("error")
-                    why = error if error is not None else "its answer has no result object"
-                    self.log(f"WARNING: the upstream's tools/list failed: {why}")
-                    break
-                tools += [t for t in result.get("tools", []) if isinstance(t, dict)]
-                cursor = result.get("nextCursor")
-                if not cursor:
-                    complete = True
-                    break
-        except (UpstreamGone, UnreadableAnswer) as exc:
-            self.log(f"WARNING: could not list the upstream's tools: {exc}")
-        except TimeoutError:
-            self.log(
-                "WARNING: could not list the upstream's tools: no answer within "
-                f"{self.config.upstream_timeout_s:g} s"
-            )
-        try:
-            classification = self.session.tools_listed(tools, complete=complete)
-        except ConfigError as exc:
-            self.fatal = exc
-            self._stop.set()
-            return
-        lines = startup_lines(classification, self.config.classifier.key_fields)
-        if lines != self._printed_table:  # a list_changed with the same tools prints nothing
-            self._printed_table = lines
-            for line in lines:
-                self.log(line)  # escaped by the log (V6)
-        self._listing = "done" if complete else "failed"
-        self._tools_ready.set()
-        self._report("running")
-
-    def _after_call_received(self, seq: int) -> None:
-        if seq % GC_EVERY_CALLS == 0:
-            # The judge's state only grows and is never garbage: once collected, move it out of
-            # the collector's sight, so a long session does not pay for rescanning it.
-            gc.collect()
-            gc.freeze()
