@@ -47,10 +47,12 @@ def open_input(path: str | os.PathLike[str], what: str) -> Iterator[tuple[Binary
         if not stat.S_ISREG(st.st_mode):
             raise InputFileError(f"{shown}: the {what} is {kind_of(st.st_mode)}, not a regular file")
         os.set_blocking(fd, True)
-        handle = os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+    # Outside the `try`: the file object owns the descriptor as soon as it exists, so a Ctrl-C
+    # inside fdopen must not close it a second time (that raised EBADF over the interrupt).
+    handle = os.fdopen(fd, "rb")
     with handle:
         yield handle, st.st_size
 
