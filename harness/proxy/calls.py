@@ -105,9 +105,15 @@ class CallHandling:
             return
         self._start_listing()  # a client that skipped notifications/initialized
         try:
-            await asyncio.wait_for(self._tools_ready.wait(), self.config.upstream_timeout_s)
+            async with asyncio.timeout(self.config.upstream_timeout_s):
+                await self._tools_ready.wait()
+                # S8, X9: calls begin (are numbered, judged, faulted) in the order they came;
+                # one that came as the list arrived must not overtake those that waited for it.
+                if turn.before is not None and not turn.before.done():
+                    await asyncio.shield(turn.before)
         except TimeoutError:
-            self.log("WARNING: the upstream's tool list is late; judging this call unlisted")
+            if not self._tools_ready.is_set():
+                self.log("WARNING: the upstream's tool list is late; judging this call unlisted")
         ticket = self.session.begin_call(
             name, arguments, rpc_id=rpc_id, raw_arguments=raw_arguments,
             sessionless=self.revision.version if self.revision.stateless else None,

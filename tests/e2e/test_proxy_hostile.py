@@ -124,6 +124,22 @@ BIG = "x" * 20_000  # each CallReceived is about this large: the log fills withi
 FULL_AT = 64_000  # bytes: room for the session's start and one or two calls
 
 
+def small_files() -> None:
+    """The proxy's files may grow to FULL_AT bytes (the soft limit only: the upstream lifts it)."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FULL_AT, resource.RLIM_INFINITY))
+
+
+def full_log_proxy_argv(bin_path: Path, events: Path, truth: Path, *extra: str) -> list[str]:
+    """The proxy with an event log, in front of the counting server (3 s per slow_write), which
+    lifts the file size limit the proxy runs under."""
+    server = (f"ulimit -S -f unlimited; exec {shlex.quote(sys.executable)} "
+              f"{shlex.quote(str(SERVER))} --ground-truth {shlex.quote(str(truth))} "
+              "--slow-ms 3000")  # fmt: skip
+    return [str(bin_path), "proxy", "--upstream-command", "sh", "--upstream-arg=-c",
+            "--upstream-arg", server, "--audit-tools", "off", "--event-log", str(events),
+            *extra]  # fmt: skip
+
+
 @pytest.mark.parametrize("full", ["rlimit-fsize", "tmpfs"])
 async def test_o4_a_full_event_log_answers_every_request_and_forwards_nothing_it_cannot_record(
     agent_harness_bin, tmp_path, full
@@ -140,17 +156,9 @@ async def test_o4_a_full_event_log_answers_every_request_and_forwards_nothing_it
         if not _tmpfs(folder, "64k"):
             pytest.skip("cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN)")
     else:
-        def small_files() -> None:  # the soft limit only: the upstream lifts it again
-            resource.setrlimit(resource.RLIMIT_FSIZE, (FULL_AT, resource.RLIM_INFINITY))
-
         popen["preexec_fn"] = small_files
     events, truth = folder / "events.jsonl", tmp_path / "truth.jsonl"
-    server = (f"ulimit -S -f unlimited; exec {shlex.quote(sys.executable)} "
-              f"{shlex.quote(str(SERVER))} --ground-truth {shlex.quote(str(truth))} "
-              "--slow-ms 3000")  # fmt: skip
-    argv = [str(agent_harness_bin), "proxy", "--upstream-command", "sh",
-            "--upstream-arg=-c", "--upstream-arg", server, "--audit-tools", "off",
-            "--event-log", str(events)]  # fmt: skip
+    argv = full_log_proxy_argv(agent_harness_bin, events, truth)
     try:
         client = RawClient(await start(argv, tmp_path, **popen))
         init = await client.request(0, "initialize", {
@@ -164,8 +172,8 @@ async def test_o4_a_full_event_log_answers_every_request_and_forwards_nothing_it
                 "name": "slow_write", "arguments": {"item": f"{i}-{BIG}"},
             }, rpc_id=i)  # fmt: skip
         # The first refusal comes at once, while the calls forwarded before the log filled up
-        # still run upstream (3 s each). (Calls that waited for the tool list are begun in
-        # no fixed order, so which calls were forwarded is not fixed either.)
+        # still run upstream (3 s each). Calls begin in the order they came (S8), so the
+        # forwarded ones are the first few.
         first = await client.take(lambda m: "error" in m and m.get("id") in range(1, CALLS + 1))
         ping = await client.request("ping", "ping")  # a request after the failure
         answers = {i: await client.answer_of(i) for i in range(1, CALLS + 1) if i != first["id"]}
@@ -216,16 +224,7 @@ async def test_o4_x10_h1_a_full_event_log_under_listen_forwards_nothing_it_canno
     # (It once stopped the listener at once: every forwarded write lost its answer, a 503, and
     # calls that arrived meanwhile were forwarded unrecorded.)
     events, truth = tmp_path / "events.jsonl", tmp_path / "truth.jsonl"
-    server = (f"ulimit -S -f unlimited; exec {shlex.quote(sys.executable)} "
-              f"{shlex.quote(str(SERVER))} --ground-truth {shlex.quote(str(truth))} "
-              "--slow-ms 3000")  # fmt: skip
-    argv = [str(agent_harness_bin), "proxy", "--upstream-command", "sh",
-            "--upstream-arg=-c", "--upstream-arg", server, "--audit-tools", "off",
-            "--event-log", str(events), "--listen", "127.0.0.1:0"]  # fmt: skip
-
-    def small_files() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (FULL_AT, resource.RLIM_INFINITY))
-
+    argv = full_log_proxy_argv(agent_harness_bin, events, truth, "--listen", "127.0.0.1:0")
     async with running(argv, preexec_fn=small_files) as proxy, aiohttp.ClientSession() as http:
         agent = Agent(http, proxy.url)
         assert await agent.initialize() == "2025-11-25"
