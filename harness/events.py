@@ -21,8 +21,8 @@ from harness.faults import FAULTS, SCENARIOS
 from harness.infile import read_lines
 
 # 2: tools_listed.complete, call_received.reason_unlisted / identity_arguments / key_honoured,
-# message_refused, task_created, upstream status "input_required". 3: fault_not_applicable.
-# Older logs still read.
+# message_refused, task_created, upstream status "input_required". 3: fault_not_applicable,
+# session_started.latency_ms (F9). Older logs still read.
 LOG_VERSION = 3
 
 ToolClassName = Literal["write", "read", "unclassified"]
@@ -51,6 +51,7 @@ class SessionStarted(_Event):
     chaos_error_rate: float | None = Field(None, description="Set iff --mode chaos.")
     chaos_seed: int | None = None
     retry_after_s: float | None = Field(None, description="What a 429 (F2) announces.")
+    latency_ms: int | None = Field(None, description="How long F9 holds the real answer.")
     key_fields: list[str] = Field(default_factory=lambda: ["idempotency_key"])
     keys_honoured: list[str] = Field(
         default_factory=list, description="K6: tool globs whose upstream deduplicates by key."

@@ -1,10 +1,12 @@
-"""Faults F1-F5 and chaos (S1-S11): the one registry of faults (H2).
+"""Faults F1-F9 and chaos (S1-S11, H2): the one registry of faults.
 
 Each fault is one class: its name, its one-line summary (for --help, the demo and the docs),
-its parameters and its behaviour (does the call run upstream first, does the harness inject an
-answer, is the answer a ghost write's, does it open a retry window, how many writes it takes).
-`FAULTS` lists them; flags, help, spec validation, the events' names and the judge read from it,
-so adding a fault touches its class and its tests.
+its parameters (`Param`: flag, spec key, type, bounds, default, help) and its behaviour (does
+the call run upstream first, is it applied only once the upstream executed it, does the harness
+inject an answer, is the answer a ghost write's, is the real answer held back, does it open a
+retry window, how many writes it takes). `FAULTS` lists them; flags, help, spec validation, the
+plan, the events' names and the judge read from it, so adding a fault touches its class and its
+tests.
 
 `FaultPlan.decide()` is asked once per tool call, synchronously, in the order calls arrive, so
 of two writes sent in parallel exactly one is "the first" (S8).
@@ -21,6 +23,60 @@ from harness.errors import UsageError
 
 MAX_RETRY_AFTER_S = 86_400
 SESSION_REVISIONS = ("2025-06-18", "2025-11-25")  # the protocol revisions with a session
+MAX_LATENCY_MS = 600_000  # ten minutes: longer than any client waits for one answer
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a fault: the same value under its names in the plan (`field`), a
+    spec's scenario mapping and labels (`key`), the proxy's flags (`flag`) and the report."""
+
+    field: str  # PlanConfig's and the fault's attribute, e.g. retry_after_s
+    key: str  # e.g. retry_after: `{F2: {retry_after: 1}}`, label `F2(retry_after=1)`
+    flag: str  # e.g. --retry-after
+    metavar: str
+    kind: type[int] | type[float]
+    default: int | float
+    low: int | float  # the smallest value allowed (above it only, when `low_open`)
+    high: int | float  # the largest value allowed
+    unit: str  # seconds, milliseconds
+    report_key: str  # the report's scenarioConfig key, e.g. retryAfterS
+    help: str  # what the value does, for --help
+    low_open: bool = False
+
+    def bounds(self) -> str:
+        """`above 0 and at most 86400 seconds`: the allowed values in words."""
+        low = f"above {_shown(self.low)}" if self.low_open else f"at least {_shown(self.low)}"
+        return f"{low} and at most {_shown(self.high)} {self.unit}"
+
+    def problem(self, value: float) -> str | None:
+        """Why `value` is not allowed (one sentence naming the flag), or None."""
+        low_ok = value > self.low if self.low_open else value >= self.low
+        if not (low_ok and value <= self.high):  # `not`: NaN is refused too
+            return f"{self.flag} must be {self.bounds()}, got {_shown(value)}"
+        if self.kind is int and value != int(value):
+            return f"{self.flag} must be a whole number of {self.unit}, got {_shown(value)}"
+        return None
+
+    def text(self, value: float) -> str:
+        """The value as a flag takes it back exactly (a float keeps every digit)."""
+        return str(int(value)) if self.kind is int else repr(float(value))
+
+
+def _shown(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+RETRY_AFTER = Param(
+    field="retry_after_s", key="retry_after", flag="--retry-after", metavar="S", kind=float,
+    default=60, low=0, low_open=True, high=MAX_RETRY_AFTER_S, unit="seconds",
+    report_key="retryAfterS", help="seconds the 429 or 503 announces and that are checked",
+)  # fmt: skip
+LATENCY = Param(
+    field="latency_ms", key="latency_ms", flag="--latency", metavar="MS", kind=int,
+    default=30_000, low=1, high=MAX_LATENCY_MS, unit="milliseconds", report_key="latencyMs",
+    help="milliseconds the real answer of the first write is held before the agent gets it",
+)  # fmt: skip
 
 
 def _error_result(text: str) -> dict[str, Any]:
@@ -37,14 +93,21 @@ class Fault:
     duplicate_when: ClassVar[str] = "the operation is executed twice afterwards"
     applies_to: ClassVar[str] = "first write"
     executes_upstream: ClassVar[bool]  # the call runs upstream before the agent is answered
-    injects: ClassVar[bool] = True  # the harness answers (F4 only lets writes through)
+    # Applied only once the upstream has executed the call (S7: an upstream rejection, an
+    # error or no answer leave the scenario armed for the next write).
+    after_execution: ClassVar[bool] = False
+    # The harness changes what the agent gets: its own answer, or (F9) the real one, late.
+    # F4 only lets writes through.
+    injects: ClassVar[bool] = True
     ghost: ClassVar[bool] = False  # the write ran, the agent is told it failed (J: ghost)
     retry_window: ClassVar[bool] = False  # the answer asks the agent to wait retry_after_s
     writes: ClassVar[int] = 1  # how many writes of a run it is applied to
     scenario: ClassVar[bool] = True  # chosen with --scenario (chaos is a mode of its own)
     http_only: ClassVar[bool] = False  # needs an agent on HTTP (--listen)
     needs_session: ClassVar[bool] = False  # needs a protocol session (not 2026-07-28)
-    retry_after_s: float | None = None
+    # The demo and the benchmark play it: they answer each call at once, one at a time.
+    simulated: ClassVar[bool] = True
+    params: ClassVar[tuple[Param, ...]] = ()  # its parameters; the instance has each `field`
 
     def answer(self) -> dict[str, Any] | None:
         """The tool result to send the agent; None means pass the upstream's answer through."""
@@ -59,6 +122,14 @@ class Fault:
                     f"speaks {sessionless}, which has none")  # fmt: skip
         return None
 
+    def hold_ms(self) -> int:
+        """How long the upstream's real answer is held before it reaches the agent."""
+        return 0
+
+    def values(self) -> dict[str, float]:
+        """Its parameters' values by `Param.field`."""
+        return {p.field: getattr(self, p.field) for p in self.params}
+
 
 @dataclass(frozen=True)
 class GhostTimeout(Fault):
@@ -69,6 +140,7 @@ class GhostTimeout(Fault):
     summary: ClassVar[str] = "The write runs upstream, the answer is a timeout (a ghost write)."
     duplicate_when: ClassVar[str] = "the same operation is executed again"
     executes_upstream: ClassVar[bool] = True
+    after_execution: ClassVar[bool] = True
     ghost: ClassVar[bool] = True
 
     def answer(self) -> dict[str, Any]:
@@ -87,9 +159,11 @@ class RateLimited(Fault):
     duplicate_when: ClassVar[str] = "the same operation is sent again before retry_after has passed"
     executes_upstream: ClassVar[bool] = False
     retry_window: ClassVar[bool] = True
+    params: ClassVar[tuple[Param, ...]] = (RETRY_AFTER,)
+    retry_after_s: float = RETRY_AFTER.default
 
     def answer(self) -> dict[str, Any]:
-        seconds = self.retry_after_s if self.retry_after_s is not None else 60
+        seconds = self.retry_after_s
         shown = int(seconds) if float(seconds).is_integer() else seconds
         body = json.dumps(
             {"error": "rate_limited", "status": 429, "retry_after": shown},
@@ -168,6 +242,7 @@ class HttpFault(Fault):
     """A fault that exists only over HTTP (H2): the agent's HTTP answer itself carries it."""
 
     http_only: ClassVar[bool] = True
+    simulated: ClassVar[bool] = False  # the demo and the benchmark speak no HTTP
     status: ClassVar[int] = 200
 
     def error(self) -> tuple[int, str]:
@@ -190,6 +265,7 @@ class StreamCut(HttpFault):
                               "closes without the answer (the client re-issues it).")
     duplicate_when: ClassVar[str] = "the re-issued request is executed again"
     executes_upstream: ClassVar[bool] = True
+    after_execution: ClassVar[bool] = True
     ghost: ClassVar[bool] = True
 
     def answer(self) -> dict[str, Any]:
@@ -237,10 +313,11 @@ class Unavailable(HttpFault):
     executes_upstream: ClassVar[bool] = False
     retry_window: ClassVar[bool] = True
     status: ClassVar[int] = 503
+    params: ClassVar[tuple[Param, ...]] = (RETRY_AFTER,)
+    retry_after_s: float = RETRY_AFTER.default
 
     def _seconds(self) -> str:
-        seconds = self.retry_after_s if self.retry_after_s is not None else 60
-        return str(max(1, round(seconds)))  # Retry-After takes whole seconds
+        return str(max(1, round(self.retry_after_s)))  # Retry-After takes whole seconds
 
     def answer(self) -> dict[str, Any]:
         return _error_result(f"HTTP 503 Service Unavailable: Retry-After {self._seconds()}.")
@@ -252,18 +329,64 @@ class Unavailable(HttpFault):
         return {"http_status": self.status, "http_headers": {"Retry-After": self._seconds()}}
 
 
+@dataclass(frozen=True)
+class AddedLatency(Fault):
+    """F9: the write runs upstream; its real answer reaches the agent only latency_ms later.
+
+    Not a ghost and not an answer of the harness's own: the agent gets the upstream's real
+    answer, late. Until it arrives the agent cannot know whether the write ran, so a client
+    that gives up and re-issues the same operation meanwhile executes it twice, and the repeat
+    is `parallel` (J11: sent before the first attempt was answered). An agent that waits gets
+    the real answer: nothing to find. The hold releases the answer's turn (X9), so answers to
+    later calls are not held with it. A call the client cancels while held ends its hold at
+    once: the upstream's answer is passed on (no stream is left waiting for it) but is not
+    recorded as received (the client gave up on it), and the proxy never waits for it at
+    shutdown (X15).
+
+    A task-augmented call (X12) is left alone (its answer is a task, not the result): the next
+    write gets the fault. The demo and the benchmark do not play it: they answer each call at
+    once, and their agents never give up on a slow answer.
+    """
+
+    name: ClassVar[str] = "F9"
+    brief: ClassVar[str] = "the real answer held back for --latency MS (added latency)"
+    summary: ClassVar[str] = ("The write runs upstream; its real answer reaches the agent only "
+                              "after latency_ms.")
+    duplicate_when: ClassVar[str] = ("the operation is re-issued before the held answer arrived "
+                                     "and executed again")
+    executes_upstream: ClassVar[bool] = True
+    after_execution: ClassVar[bool] = True
+    simulated: ClassVar[bool] = False
+    params: ClassVar[tuple[Param, ...]] = (LATENCY,)
+    latency_ms: int = LATENCY.default
+
+    def answer(self) -> None:
+        return None  # the upstream's own answer, late
+
+    def hold_ms(self) -> int:
+        return self.latency_ms
+
+
 # The registry: every fault by name, in the order tables show them.
 FAULTS: dict[str, type[Fault]] = {
     f.name: f for f in (GhostTimeout, RateLimited, TruncatedJson, PassThrough, ServerError,
-                        StreamCut, SessionExpired, Unavailable, ChaosError)
+                        StreamCut, SessionExpired, Unavailable, AddedLatency, ChaosError)
 }  # fmt: skip
 SCENARIOS = tuple(name for name, f in FAULTS.items() if f.scenario)
+# Every parameter once, in the order the faults declare them (F2 and F8 share retry_after).
+PARAMS: tuple[Param, ...] = tuple({p.field: p for f in FAULTS.values() for p in f.params}.values())
 INJECTING = frozenset(name for name, f in FAULTS.items() if f.injects)
 GHOSTS = frozenset(name for name, f in FAULTS.items() if f.ghost)
 RETRY_WINDOWS = frozenset(name for name, f in FAULTS.items() if f.retry_window)
 REPEATED = frozenset(name for name, f in FAULTS.items() if f.writes > 1)
 HTTP_ONLY = frozenset(name for name, f in FAULTS.items() if f.http_only)
 ANY_TRANSPORT = tuple(name for name in SCENARIOS if name not in HTTP_ONLY)  # stdio agents too
+SIMULATED = tuple(name for name in SCENARIOS if FAULTS[name].simulated)  # demo and benchmark
+
+
+def users_of(param: Param) -> tuple[str, ...]:
+    """The scenarios that take `param`."""
+    return tuple(name for name in SCENARIOS if param in FAULTS[name].params)
 
 
 def scenario_help() -> str:
@@ -283,7 +406,8 @@ class PlanConfig:
     scenario: str | None = None
     chaos_error_rate: float | None = None
     seed: int | None = None
-    retry_after_s: float = 60
+    retry_after_s: float = RETRY_AFTER.default  # one field per Param in PARAMS
+    latency_ms: int = LATENCY.default
     fault_delay_ms: int = 0
 
     def __post_init__(self) -> None:
@@ -295,8 +419,10 @@ class PlanConfig:
             raise UsageError("a scenario and chaos mode exclude each other")
         if self.chaos_error_rate is not None and not 0 <= self.chaos_error_rate <= 1:
             raise UsageError("--error-rate must be between 0 and 1")
-        if not 0 < self.retry_after_s <= MAX_RETRY_AFTER_S:
-            raise UsageError(f"--retry-after must be more than 0 and at most {MAX_RETRY_AFTER_S}")
+        for param in PARAMS:
+            problem = param.problem(getattr(self, param.field))
+            if problem is not None:
+                raise UsageError(problem)
         if self.fault_delay_ms < 0:
             raise UsageError("--fault-delay must not be negative")
 
@@ -308,7 +434,7 @@ class FaultPlan:
         self.config = config
         self._random = random.Random(config.seed)
         self._done = False  # F1-F3, F5: applied once
-        self._ghost_pending: int | None = None  # the seq of the write F1 is waiting on
+        self._pending: int | None = None  # the seq of the write F1/F6/F9 waits on
         kind = FAULTS.get(config.scenario or "")
         self._passes_left = kind.writes if kind is not None else 0  # F4: two writes
 
@@ -331,27 +457,28 @@ class FaultPlan:
                 self._passes_left -= 1
                 return kind()
             return None
-        if self._done or self._ghost_pending is not None:
+        if self._done or self._pending is not None:
             return None
-        if kind.ghost:
-            self._ghost_pending = seq  # decided when the upstream has answered
-            return kind()
-        self._done = True
-        return kind(retry_after_s=config.retry_after_s) if kind.retry_window else kind()
+        fault = kind(**{p.field: getattr(config, p.field) for p in kind.params})
+        if kind.after_execution:
+            self._pending = seq  # decided when the upstream has answered
+        else:
+            self._done = True
+        return fault
 
     def not_applied(self, seq: int) -> None:
         """The fault decided for call `seq` meant nothing to its agent and was not applied; the
         scenario is spent all the same (one fault per run, never moved to a later call)."""
         self._done = True
         self._passes_left = 0
-        if self._ghost_pending == seq:
-            self._ghost_pending = None
+        if self._pending == seq:
+            self._pending = None
 
     def upstream_answered(self, seq: int, executed: bool) -> bool:
-        """F1: does the ghost apply to this call? Only if the upstream executed it (S7)."""
-        if self._ghost_pending != seq:
+        """F1, F6, F9: does the fault apply to this call? Only if the upstream executed it (S7)."""
+        if self._pending != seq:
             return False
-        self._ghost_pending = None
+        self._pending = None
         if executed:
             self._done = True
         return executed

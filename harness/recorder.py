@@ -29,7 +29,7 @@ from harness.events import (
     UpstreamStatus,
     _Event,
 )
-from harness.faults import RETRY_WINDOWS, Fault, PlanConfig
+from harness.faults import FAULTS, PARAMS, Fault, PlanConfig
 from harness.identity import digest_of, identity_arguments, raw_operation_id
 from harness.keys import find_keys
 from harness.tools import Classification, ClassifierConfig, classify_tools
@@ -62,7 +62,8 @@ class Recorder:
             sink(event)
 
     def start(self, plan: PlanConfig, kind: str = "proxy") -> None:
-        """SessionStarted with the scenario and key fields of this session."""
+        """SessionStarted with the scenario, its parameters and key fields of this session."""
+        taken = FAULTS[plan.scenario].params if plan.scenario else ()
         self._emit(
             SessionStarted(
                 t_ns=self.clock(),
@@ -71,7 +72,7 @@ class Recorder:
                 scenario=plan.scenario,
                 chaos_error_rate=plan.chaos_error_rate,
                 chaos_seed=plan.seed if plan.chaos_error_rate is not None else None,
-                retry_after_s=plan.retry_after_s if plan.scenario in RETRY_WINDOWS else None,
+                **{p.field: getattr(plan, p.field) if p in taken else None for p in PARAMS},
                 key_fields=list(self.classifier.key_fields),
                 keys_honoured=list(self.classifier.keys_honoured),
                 started_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -155,7 +156,7 @@ class Recorder:
                 seq=seq,
                 fault=fault.name,
                 executes_upstream=fault.executes_upstream,
-                retry_after_s=fault.retry_after_s,
+                retry_after_s=fault.values().get("retry_after_s"),
             )
         )
 

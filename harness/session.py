@@ -50,6 +50,7 @@ class Ticket:
     fault: Fault | None
     injected: dict[str, Any] | None  # the answer to give instead of going upstream
     batch: BatchHold | None = None  # its answer goes out with this batch
+    hold_ms: int = 0  # F9: the upstream's answer reaches the agent this much later
 
     @property
     def goes_upstream(self) -> bool:
@@ -137,16 +138,22 @@ class Session:
             self.recorder.fault(event.seq, fault)  # F4: it passes, but the scenario triggered
         return ticket
 
-    def upstream_result(self, ticket: Ticket, result: Mapping[str, Any]) -> dict[str, Any] | None:
+    def upstream_result(
+        self, ticket: Ticket, result: Mapping[str, Any], task: bool = False
+    ) -> dict[str, Any] | None:
         """The upstream answered with a result; returns the fault's answer for F1, else None.
+        A fault that holds the real answer (F9) sets `ticket.hold_ms` instead.
 
         A 2026-07-28 `InputRequiredResult` is not an execution: the call is repeated with the
         input (X11). Another unknown `resultType` says nothing about execution: unknown (A1).
+        `task`: the result of a task-augmented call (X12), whose answer was a task; a hold
+        does not apply to it and stays armed.
         """
         result_type = result.get("resultType")
+        fault = ticket.fault
         if result_type == INPUT_REQUIRED:
             self.recorder.upstream(ticket.seq, "input_required")
-            if ticket.fault is not None and ticket.fault.ghost:
+            if fault is not None and fault.after_execution:
                 self.plan.upstream_answered(ticket.seq, executed=False)
             return None
         if result_type not in (None, COMPLETE):
@@ -154,17 +161,18 @@ class Session:
             return None
         is_error = result.get("isError") is True
         self.recorder.upstream(ticket.seq, "result", is_error=is_error, result=result)
-        fault = ticket.fault
-        if fault is not None and fault.ghost:
-            if self.plan.upstream_answered(ticket.seq, executed=not is_error):
+        if fault is not None and fault.after_execution:
+            executed = not is_error and not (task and fault.hold_ms())
+            if self.plan.upstream_answered(ticket.seq, executed=executed):
                 self.recorder.fault(ticket.seq, fault)
+                ticket.hold_ms = fault.hold_ms()
                 return fault.answer()
         return None
 
     def upstream_failed(self, ticket: Ticket, status: UpstreamStatus, error: Any = None) -> None:
         """No usable answer: JSON-RPC error, timeout, crash, no connection, oversized (A1)."""
         self.recorder.upstream(ticket.seq, status, error=error)
-        if ticket.fault is not None and ticket.fault.ghost:
+        if ticket.fault is not None and ticket.fault.after_execution:
             self.plan.upstream_answered(ticket.seq, executed=False)
 
     def answered(self, ticket: Ticket, is_error: bool, source: AnswerSource = "upstream") -> None:

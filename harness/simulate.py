@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harness import jsonutil
+from harness.events import AnswerSource
 from harness.faults import PlanConfig
 from harness.session import EventList, Session, Ticket
 from harness.tools import ClassifierConfig
@@ -118,6 +119,7 @@ class Sent:
     tool: str
     arguments: dict[str, Any]
     answer: dict[str, Any] | None = None
+    source: AnswerSource = "upstream"
 
     @property
     def is_error(self) -> bool:
@@ -138,6 +140,7 @@ class SimulatedSession:
         classifier: ClassifierConfig | None = None,
         kind: str = "proxy",
         keys_honoured: bool = False,
+        **params: float,
     ) -> None:
         self.clock = FakeClock()
         self.log = EventList()
@@ -149,6 +152,7 @@ class SimulatedSession:
             chaos_error_rate=chaos_error_rate,
             seed=seed,
             retry_after_s=retry_after_s,
+            **params,  # other fault parameters, e.g. latency_ms
         )
         self.session = Session(classifier, plan, kind=kind, sinks=[self.log], clock=self.clock)
         self.session.tools_listed(BOOKING_TOOLS if tools is None else tools)
@@ -162,8 +166,10 @@ class SimulatedSession:
             self.session.answered(ticket, is_error=True, source="fault")
         return sent
 
-    def complete(self, sent: Sent, how: Completion = "execute") -> Sent:
-        """The upstream deals with a forwarded call, and the agent gets its answer."""
+    def complete(self, sent: Sent, how: Completion = "execute", deliver: bool = True) -> Sent:
+        """The upstream deals with a forwarded call, and the agent gets its answer; a held
+        answer (F9) after its hold on the fake clock, or (`deliver=False`) when `deliver` is
+        called, so that other calls can come in between."""
         if sent.answer is not None:
             return sent
         ticket = sent.ticket
@@ -182,7 +188,16 @@ class SimulatedSession:
             self.session.upstream_failed(ticket, how if how != "rpc_error" else "error")
             sent.answer = {"content": [{"type": "text", "text": how}], "isError": True}
             source = "harness"
-        self.session.answered(ticket, is_error=sent.is_error, source=source)
+        sent.source = source
+        if deliver:
+            self.deliver(sent)
+        return sent
+
+    def deliver(self, sent: Sent) -> Sent:
+        """The agent gets the answer of a call the upstream has dealt with."""
+        if sent.ticket.hold_ms:
+            self.clock.advance(sent.ticket.hold_ms / 1000)
+        self.session.answered(sent.ticket, is_error=sent.is_error, source=sent.source)
         return sent
 
     def call(self, tool: str, arguments: dict[str, Any], how: Completion = "execute") -> Sent:

@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.faults import ANY_TRANSPORT as SCENARIOS  # the benchmark has no HTTP agent
 from harness.faults import REPEATED
+from harness.faults import SIMULATED as SCENARIOS  # no HTTP agent, no agent that gives up
 from harness.judge import FAIL, PASS
 from harness.simulate import Sent, SimulatedSession
 

@@ -25,7 +25,8 @@ from typing import Any
 
 from harness.benchmark.agents import REFERENCE_AGENTS, Desk, ReferenceAgent, task_for
 from harness.errors import UsageError
-from harness.faults import ANY_TRANSPORT as SCENARIOS  # the benchmark has no HTTP agent
+from harness.faults import FAULTS
+from harness.faults import SIMULATED as SCENARIOS  # no HTTP agent, no agent that gives up
 from harness.judge import FAIL, NOT_TESTED, PASS, Judgement
 from harness.judge.report import DS_WEIGHT, FAIL_SCORE_CAP, FH_WEIGHT
 from harness.simulate import SimulatedSession
@@ -175,6 +176,8 @@ def parse_options(scenarios: str | None, runs: str, jitter: str) -> tuple[list[s
         unknown = [n for n in names if n.upper() not in SCENARIOS]
         if not names or unknown:
             what = "unknown scenario " + ", ".join(unknown) if unknown else "no scenario given"
+            if unknown and all(n.upper() in FAULTS for n in unknown):  # F6-F9: not simulated
+                what = f"{', '.join(unknown)} needs a real client (HTTP, or one that gives up)"
             raise UsageError(
                 f"--scenarios: {what}; use a comma-separated list of {', '.join(SCENARIOS)}"
             )

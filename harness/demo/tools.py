@@ -24,7 +24,7 @@ _ID = {"session_id": {"type": "string", "description": "The id start_session ret
 SCENARIO_TABLE = [
     (name, f.applies_to, f.summary, f.duplicate_when)
     for name, f in FAULTS.items()
-    if not f.http_only  # the demo server speaks stdio
+    if f.simulated  # the demo server speaks stdio and answers each call at once
 ]  # the fault registry, as list_scenarios shows it
 
 

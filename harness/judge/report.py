@@ -14,7 +14,7 @@ from math import floor
 from typing import Any
 
 from harness import CERTIFICATION, jsonutil
-from harness.faults import RETRY_WINDOWS
+from harness.faults import FAULTS
 from harness.judge.core import Judge
 from harness.judge.derive import REJECTED_REPEAT, SPELLING_REPEAT, UNCERTAIN_REPEAT
 
@@ -164,8 +164,8 @@ def scenario_config(judge: Judge) -> dict[str, Any] | None:
     if started.scenario is None:
         return None
     config: dict[str, Any] = {"mode": "deterministic", "scenario": started.scenario}
-    if started.scenario in RETRY_WINDOWS:
-        config["retryAfterS"] = started.retry_after_s
+    for param in FAULTS[started.scenario].params:
+        config[param.report_key] = getattr(started, param.field)
     return config
 
 

@@ -15,12 +15,13 @@ from harness.errors import UsageError
 from harness.faults import (
     FAULTS,
     HTTP_ONLY,
-    MAX_RETRY_AFTER_S,
-    RETRY_WINDOWS,
+    PARAMS,
     SCENARIOS,
+    Param,
     PlanConfig,
     scenario_help,
     scenario_range,
+    users_of,
 )
 from harness.http.headers import HeaderSpec, SecretValue, valid_header_name, valid_header_value
 from harness.keys import KeySpec
@@ -34,6 +35,12 @@ class Flag:
     metavar: str
     help: str
     repeatable: bool = False
+
+
+def _param_help(param: Param) -> str:
+    shown = param.text(param.default).removesuffix(".0")
+    return (f"With --scenario {'/'.join(users_of(param))}: {param.help} (default {shown}; "
+            f"{param.bounds()}).")  # fmt: skip
 
 
 FLAGS: tuple[Flag, ...] = (
@@ -66,9 +73,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--error-rate", "R", "With --mode chaos: probability 0-1 that any call fails with a "
          "generic server error (never executed)."),
     Flag("--seed", "N", "With --mode chaos: seed that makes the chaos reproducible."),
-    Flag("--retry-after", "S", f"With --scenario {'/'.join(sorted(RETRY_WINDOWS))}: seconds "
-         "the 429 or 503 announces and that are "
-         f"checked (default 60, at most {MAX_RETRY_AFTER_S})."),
+    *(Flag(p.flag, p.metavar, _param_help(p)) for p in PARAMS),  # the faults' parameters
     Flag("--fault-delay", "MS", "Delay every injected answer by MS milliseconds, F1 included, "
          "to imitate a real timeout (default 0)."),
     Flag("--write-tools", "G,...", "Comma-separated globs (* only, case-sensitive) of write "
@@ -231,19 +236,25 @@ def parse(argv: list[str]) -> Parsed:
         raise UsageError("--seed works only with --mode chaos")
     if scenario in HTTP_ONLY and "--listen" not in one:
         raise UsageError(f"--scenario {scenario} needs an agent on HTTP: add --listen HOST:PORT")
-    if "--retry-after" in one and scenario not in RETRY_WINDOWS:
-        raise UsageError(
-            f"--retry-after works only with --scenario {'/'.join(sorted(RETRY_WINDOWS))}"
-        )
+    for param in PARAMS:
+        if param.flag in one and scenario not in users_of(param):
+            raise UsageError(
+                f"{param.flag} works only with --scenario {'/'.join(users_of(param))}"
+            )
     if "--fault-delay" in one and scenario is None and not chaos:
         raise UsageError("--fault-delay works only with --scenario or --mode chaos")
 
     error_rate = _number("--error-rate", one["--error-rate"], float) if chaos else None
     if error_rate is not None and not 0 <= error_rate <= 1:
         raise UsageError(f"--error-rate must be between 0 and 1, got {one['--error-rate']}")
-    retry_after = _number("--retry-after", one.get("--retry-after", "60"), float)
-    if not 0 < retry_after <= MAX_RETRY_AFTER_S:
-        raise UsageError(f"--retry-after must be above 0 and at most {MAX_RETRY_AFTER_S} seconds")
+    given: dict[str, float] = {}
+    for param in PARAMS:  # the scenario's parameters; the others keep their defaults
+        if param.flag in one:
+            value = _number(param.flag, one[param.flag], param.kind)
+            problem = param.problem(value)
+            if problem is not None:
+                raise UsageError(problem)
+            given[param.field] = value
     fault_delay = int(_number("--fault-delay", one.get("--fault-delay", "0"), int))
     if fault_delay < 0:
         raise UsageError("--fault-delay must not be negative")
@@ -283,8 +294,8 @@ def parse(argv: list[str]) -> Parsed:
         scenario=scenario,
         chaos_error_rate=error_rate,
         seed=seed,
-        retry_after_s=retry_after,
         fault_delay_ms=fault_delay,
+        **given,
     )
     return Parsed(
         config=ProxyConfig(
@@ -329,8 +340,8 @@ def proxy_argv(config: ProxyConfig) -> list[str]:
     plan = config.plan
     if plan.scenario:
         argv += ["--scenario", plan.scenario]
-        if plan.scenario in RETRY_WINDOWS:
-            argv += ["--retry-after", repr(float(plan.retry_after_s))]
+        for param in FAULTS[plan.scenario].params:
+            argv += [param.flag, param.text(getattr(plan, param.field))]
     if plan.chaos_error_rate is not None:
         argv += ["--mode", "chaos", "--error-rate", repr(float(plan.chaos_error_rate))]
         if plan.seed is not None:
@@ -444,6 +455,11 @@ def _origins(values: dict[str, list[str]], listening: bool) -> tuple[str, ...]:
     return origins
 
 
+def _and(names: list[str]) -> str:
+    """`F1, F4 and F6`."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
 def help_text() -> str:
     """`agent-harness proxy --help`: every flag."""
     lines = [
@@ -452,7 +468,7 @@ def help_text() -> str:
         "A chaos proxy between an MCP client (your agent) and a real MCP server. It injects",
         "faults on the agent's write calls and judges from what was really executed whether the",
         "agent executed a write twice. Only against test or staging backends: "
-        f"{' and '.join(n for n, f in FAULTS.items() if f.executes_upstream)} really",
+        f"{_and([n for n, f in FAULTS.items() if f.executes_upstream])} really",
         "execute writes. Stdio on both sides by default; streamable HTTP to the upstream with",
         "--upstream-url and for the agent with --listen (protocol revisions 2025-06-18,",
         "2025-11-25 and 2026-07-28). With --listen the proxy runs until SIGTERM or Ctrl-C; every",

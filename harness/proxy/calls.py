@@ -189,6 +189,11 @@ class CallHandling:
             if replaced is not None:
                 await self._injected_answer(ticket, rpc_id, replaced, reply, task)
                 return
+            if ticket.hold_ms and not await self._held(ticket, rpc_id, reply):
+                # Cancelled while held: the client no longer takes the answer (not recorded as
+                # one), but its stream is not left waiting for it (an HTTP agent's POST).
+                await reply(answer.line)
+                return
             self.session.answered(ticket, is_error=result.get("isError") is True)
             self._report("running")
             await reply(answer.line)  # X3: the upstream's answer exactly as sent
@@ -228,6 +233,24 @@ class CallHandling:
         self.session.upstream_failed(ticket, "error", error={"message": detail})
         text = f"UPSTREAM_INVALID_ANSWER: {detail}; agent-harness did not forward it"
         await self._answer(ticket, rpc_id, error_result(text), "harness", reply, task)
+
+    async def _held(self: Proxy, ticket: Ticket, rpc_id: Any, reply: Reply) -> bool:
+        """F9: hold the upstream's real answer for `ticket.hold_ms`; False when the client
+        cancelled the call meanwhile (the hold ends at once)."""
+        if isinstance(reply, InTurn):
+            reply.release()  # the answers to later calls do not wait for the held one (X9)
+        self._report("running")  # O3: the execution is on record while the answer waits
+        key = id_key(rpc_id)
+        if key in self._cancelled:
+            return False
+        cancelled = self._holding[key] = asyncio.Event()
+        try:
+            await asyncio.wait_for(cancelled.wait(), ticket.hold_ms / 1000)
+        except TimeoutError:
+            return True
+        finally:
+            self._holding.pop(key, None)
+        return False
 
     async def _injected_answer(
         self: Proxy,

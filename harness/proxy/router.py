@@ -89,6 +89,7 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         self._calls_in_flight: set[tuple[str, Any]] = set()  # tools/call ids not yet answered
         self._call_tasks: dict[tuple[str, Any], asyncio.Task[None]] = {}
         self._cancelled: set[tuple[str, Any]] = set()  # ids the client cancelled (X15)
+        self._holding: dict[tuple[str, Any], asyncio.Event] = {}  # F9: set on cancellation
         self._settled = asyncio.Event()  # a request in flight was answered or given up
         self._initialize_key: tuple[str, Any] | None = None
         self._calls: set[asyncio.Task[None]] = set()
@@ -323,6 +324,9 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
             if key in self._call_tasks or key in self._forwarded:
                 self._cancelled.add(key)
                 self._settled.set()
+            held = self._holding.get(key)
+            if held is not None:
+                held.set()  # F9: a held answer the client no longer wants is not sent
 
     async def _pass_upstream(self, line: bytes) -> None:
         """X9: a client request or notification goes upstream now, or after the calls the

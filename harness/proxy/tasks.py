@@ -250,7 +250,7 @@ class TaskHandling:
         tracked.settled = True
         result = answer.get("result")
         if isinstance(result, dict):
-            tracked.ghost = self.session.upstream_result(tracked.ticket, result)
+            tracked.ghost = self.session.upstream_result(tracked.ticket, result, task=True)
         else:
             self.session.upstream_failed(tracked.ticket, "error", error=answer.get("error"))
 

@@ -62,8 +62,8 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
         seed=(scenario.chaos.seed if scenario.chaos.seed is not None else cell.seed)
         if scenario.chaos
         else None,
-        retry_after_s=scenario.F2.retry_after if scenario.F2 else 60,
         fault_delay_ms=spec.proxy.fault_delay_ms if scenario.kind != "none" else 0,
+        **scenario.plan_values(),  # the fault's parameters (H2)
     )
     classifier = ClassifierConfig(
         write_globs=tuple(upstream.write_tools) if upstream.write_tools else None,

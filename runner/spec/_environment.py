@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, create_model, field_validator, model_validator
 
-from harness.proxy import MAX_RETRY_AFTER_S, SCENARIOS
+from harness.proxy import FAULTS, SCENARIOS
 from runner.spec._base import (
     Frozen,
     FrozenDict,
@@ -123,13 +123,21 @@ class Upstream(Frozen):
         return thaw(self.model_dump(exclude={"name"}, exclude_defaults=True))
 
 
-DEFAULT_RETRY_AFTER_S = 60  # the proxy's own default (S3)
+def _params_model(kind: str) -> type[Frozen]:
+    """The mapping a parameterised scenario takes (`{F9: {latency_ms: 1500}}`): one field per
+    parameter the fault's class declares, with its type, bounds and default (H2)."""
+    fields: dict[str, Any] = {}
+    for param in FAULTS[kind].params:
+        bound = {"gt" if param.low_open else "ge": param.low, "le": param.high}
+        fields[param.key] = (param.kind, Field(default=param.default, description=param.help, **bound))
+    return create_model(f"{kind}Params", __base__=Frozen, __doc__=f"{kind}'s parameters.", **fields)
 
 
-class F2Params(Frozen):
-    """F2's parameter: the retry_after the 429 announces, in seconds."""
-
-    retry_after: float = Field(default=DEFAULT_RETRY_AFTER_S, gt=0, le=MAX_RETRY_AFTER_S)
+# Every scenario with parameters, and the model of its mapping (the fault registry).
+PARAM_MODELS: dict[str, type[Frozen]] = {
+    name: _params_model(name) for name in SCENARIOS if FAULTS[name].params
+}
+F2Params = PARAM_MODELS["F2"]
 
 
 class ChaosParams(Frozen):
@@ -140,17 +148,22 @@ class ChaosParams(Frozen):
 
 
 ScenarioKind = Literal[("none", *SCENARIOS, "chaos")]  # the fault registry (harness.faults)
+_MAPPED = (*PARAM_MODELS, "chaos")  # the keys a scenario mapping may have
 _SCENARIO_FORMS = (
-    f"none, {SCENARIOS[0]}..{SCENARIOS[-1]}, {{F2: {{retry_after: S}}}} or "
-    "{chaos: {error_rate: R, seed: N}}"
+    f"none, {SCENARIOS[0]}..{SCENARIOS[-1]}, "
+    + ", ".join(
+        f"{{{name}: {{{', '.join(f'{p.key}: {p.metavar}' for p in FAULTS[name].params)}}}}}"
+        for name in PARAM_MODELS
+    )
+    + " or {chaos: {error_rate: R, seed: N}}"
 )
 
 
-class Scenario(Frozen):
-    """A fault plan; the fields `F2`/`chaos` mirror the YAML so errors point at their keys."""
+class _ScenarioFields(Frozen):
+    """A fault plan; a field per parameterised fault (`F2`, `F9`, added from the registry
+    below) and `chaos` mirror the YAML, so errors point at their keys."""
 
     kind: ScenarioKind
-    F2: F2Params | None = None
     chaos: ChaosParams | None = None
 
     @model_validator(mode="before")
@@ -163,21 +176,43 @@ class Scenario(Frozen):
             if data not in kinds:
                 hint = did_you_mean(data, kinds)
                 raise ValueError(f"unknown scenario {data!r}{hint}; use {_SCENARIO_FORMS}")
-            return {"kind": data, **({"F2": {}} if data == "F2" else {})}
+            return {"kind": data, **({data: {}} if data in PARAM_MODELS else {})}
         if isinstance(data, Mapping):
-            if len(data) != 1 or next(iter(data)) not in ("F2", "chaos"):
+            if len(data) != 1 or next(iter(data)) not in _MAPPED:
                 keys = ", ".join(map(str, data)) or "none"
-                raise ValueError(f"a scenario mapping has one key, F2 or chaos (got: {keys})")
+                first = str(next(iter(data), ""))
+                if len(data) == 1 and first in kinds:
+                    raise ValueError(f"{first} takes no parameters: write it as {first}")
+                raise ValueError(
+                    f"a scenario mapping has one key, {', '.join(_MAPPED[:-1])} or chaos "
+                    f"(got: {keys}{did_you_mean(first, _MAPPED) if len(data) == 1 else ''})"
+                )
             ((kind, params),) = data.items()
             return {"kind": kind, kind: {} if params is None else params}
         return data
 
+    def _params(self) -> Frozen | None:
+        return getattr(self, self.kind, None) if self.kind in PARAM_MODELS else None
+
+    def plan_values(self) -> dict[str, float]:
+        """The scenario's parameters as PlanConfig fields (`latency_ms=1500`)."""
+        given = self._params()
+        if given is None:
+            return {}
+        return {p.field: getattr(given, p.key) for p in FAULTS[self.kind].params}
+
     @property
     def label(self) -> str:
-        """A stable name: `none`, `F1`, `F2(retry_after=1)`, `chaos(rate=0.3,seed=7)`."""
-        # F2 with the default wait is plain `F2`, however it was written.
-        if self.F2 is not None and self.F2.retry_after != DEFAULT_RETRY_AFTER_S:
-            return f"F2(retry_after={num(self.F2.retry_after)})"
+        """A stable name: `none`, `F1`, `F2(retry_after=1)`, `F9(latency_ms=1500)`,
+        `chaos(rate=0.3,seed=7)`."""
+        given = self._params()
+        if given is not None:  # the defaults are left out: `F2` however it was written
+            changed = [
+                f"{p.key}={num(getattr(given, p.key))}"
+                for p in FAULTS[self.kind].params
+                if getattr(given, p.key) != p.default
+            ]
+            return f"{self.kind}({','.join(changed)})" if changed else self.kind
         if self.chaos is not None:
             seed = "" if self.chaos.seed is None else f",seed={self.chaos.seed}"
             return f"chaos(rate={num(self.chaos.error_rate)}{seed})"
@@ -188,10 +223,20 @@ class Scenario(Frozen):
         if self.chaos is not None:
             seed = () if self.chaos.seed is None else ("--seed", str(self.chaos.seed))
             return ("--mode", "chaos", "--error-rate", num(self.chaos.error_rate), *seed)
-        if self.F2 is not None:
-            return ("--scenario", "F2", "--retry-after", num(self.F2.retry_after))
+        given = self._params()
+        if given is not None:
+            flags = [(p.flag, num(getattr(given, p.key))) for p in FAULTS[self.kind].params]
+            return ("--scenario", self.kind, *(part for flag in flags for part in flag))
         return () if self.kind == "none" else ("--scenario", self.kind)
 
     def identity(self) -> Any:
         """The label: it carries every parameter."""
         return self.label
+
+
+Scenario = create_model(
+    "Scenario",
+    __base__=_ScenarioFields,
+    __doc__="A fault plan: `none`, a fault, a fault with parameters, or chaos.",
+    **{name: (model | None, None) for name, model in PARAM_MODELS.items()},
+)

@@ -627,7 +627,7 @@ async def test_x7_deeply_nested_arguments_are_judged_and_the_proxy_keeps_serving
 
 @pytest.mark.parametrize(
     "flags",
-    [("--scenario", "F9"), ("--upstream-arg", "--ground-truth"), ("--scenaro", "F1")],
+    [("--scenario", "F10"), ("--upstream-arg", "--ground-truth"), ("--scenaro", "F1")],
     ids=["misspelt-value", "dashes-value", "unknown-flag"],
 )
 def test_x8_bad_flags_exit_1_with_one_line_and_no_traceback(agent_harness_bin, tmp_path, flags):

@@ -279,3 +279,18 @@ def test_m3_each_measure_has_a_how_to_read_line(html):
         start = html.index(f'id="{section}"')
         assert "How to read this." in html[start:html.index("</section>", start)], section
     assert 'id="pass-k"' in html
+
+
+def test_h2_a_parameterised_scenario_label_is_shown_as_its_own_row(tmp_path):  # H2 R7
+    # A fault with parameters (F9 with latency_ms) is its own scenario, with a readable label.
+    records = [run(50 + i, "alpha", "none", i == 0, scenario="F9(latency_ms=1500)")
+               for i in range(2)]  # fmt: skip
+    records += [run(60, "alpha", "none", False, scenario="F9")]
+    path = tmp_path / "runs.duckdb"
+    with Store.open(path) as store:
+        store.save_runs(records)
+        store.save_experiment("exp", "experiments/exp.yaml", "spec")
+    parser = Page()
+    parser.feed(write_report(path, tmp_path / "report.html").read_text(encoding="utf-8"))
+    cells = [t.strip() for t in parser.text if t.strip().startswith("F9")]
+    assert "F9(latency_ms=1500)" in cells and "F9" in cells

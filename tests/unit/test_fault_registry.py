@@ -12,16 +12,23 @@ import pytest
 from pydantic import ValidationError
 
 from harness.demo.tools import SCENARIO_TABLE, TOOLS
+from harness.errors import UsageError
 from harness.events import FaultApplied, SessionStarted
 from harness.faults import (
     FAULTS,
     GHOSTS,
     HTTP_ONLY,
     INJECTING,
+    LATENCY,
+    PARAMS,
+    RETRY_AFTER,
     RETRY_WINDOWS,
     SCENARIOS,
+    SIMULATED,
+    AddedLatency,
     FaultPlan,
     PlanConfig,
+    users_of,
 )
 from harness.proxy.args import help_text, parse
 from runner.spec import load_spec
@@ -33,9 +40,39 @@ def test_h2_every_fault_is_one_class_with_its_words_and_behaviour() -> None:
         assert kind.name == name
         assert kind.brief and kind.summary.endswith(".") and kind.duplicate_when
         assert kind.executes_upstream or kind.injects  # a fault that does nothing is no fault
-    assert SCENARIOS == ("F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8")
+    assert SCENARIOS == ("F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9")
     assert GHOSTS == {"F1", "F6"} and RETRY_WINDOWS == {"F2", "F8"} and "F4" not in INJECTING
     assert HTTP_ONLY == {"F6", "F7", "F8"}
+    assert SIMULATED == ("F1", "F2", "F3", "F4", "F5")  # the demo and the benchmark play these
+
+
+def test_h2_f9_is_a_real_execution_whose_real_answer_is_held() -> None:  # H2 J11
+    # It runs upstream, only once the upstream executed it (S7); it is no ghost (the agent gets
+    # the real answer) and answers nothing of its own, but it is a fault (not a baseline).
+    f9 = FAULTS["F9"]
+    assert f9.executes_upstream and f9.after_execution and not f9.ghost and f9.injects
+    assert f9 in (AddedLatency,) and f9.params == (LATENCY,) and not f9.http_only
+    fault = AddedLatency(latency_ms=1500)
+    assert fault.answer() is None and fault.hold_ms() == 1500 and fault.values() == {
+        "latency_ms": 1500
+    }
+    assert all(FAULTS[name]().hold_ms() == 0 for name in SCENARIOS if name != "F9")
+
+
+def test_h2_each_parameter_is_declared_once_with_its_flag_bounds_and_users() -> None:
+    assert PARAMS == (RETRY_AFTER, LATENCY)
+    assert users_of(RETRY_AFTER) == ("F2", "F8") and users_of(LATENCY) == ("F9",)
+    assert LATENCY.problem(0) == "--latency must be at least 1 and at most 600000 milliseconds, got 0"
+    assert LATENCY.problem(1.5) == "--latency must be a whole number of milliseconds, got 1.5"
+    assert RETRY_AFTER.problem(float("nan")) is not None and RETRY_AFTER.problem(0.5) is None
+    with pytest.raises(UsageError, match="--latency must be at least 1"):
+        PlanConfig(scenario="F9", latency_ms=0)
+    assert FaultPlan(PlanConfig(scenario="F9", latency_ms=7)).decide(1, "write", True) == (
+        AddedLatency(latency_ms=7)
+    )
+    assert FaultPlan(PlanConfig(scenario="F8", retry_after_s=3)).decide(1, "write", True) == (
+        FAULTS["F8"](retry_after_s=3)
+    )
 
 
 def test_h2_help_flags_and_demo_read_the_registry() -> None:
@@ -45,7 +82,10 @@ def test_h2_help_flags_and_demo_read_the_registry() -> None:
         argv = ["--upstream-command", "x", "--scenario", name.lower()]
         argv += ["--listen", "127.0.0.1:0"] if name in HTTP_ONLY else []
         assert parse(argv).config.plan.scenario == name
-    demo = [name for name in FAULTS if name not in HTTP_ONLY]  # the demo speaks stdio
+    demo = [name for name, f in FAULTS.items() if f.simulated]  # stdio, answers at once
+    assert "F9" not in demo and "chaos" in demo
+    for param in PARAMS:  # each parameter's flag, with the scenarios that take it
+        assert f"  {param.flag} {param.metavar}\n      With --scenario {'/'.join(users_of(param))}" in text
     assert [row[0] for row in SCENARIO_TABLE] == demo
     assert TOOLS["start_session"][1]["properties"]["scenario"]["enum"] == [*demo, "none"]
 
@@ -54,7 +94,7 @@ def test_h2_events_and_spec_accept_exactly_the_registry_names() -> None:
     for name in FAULTS:
         FaultApplied(t_ns=0, seq=1, fault=name, executes_upstream=False)
     with pytest.raises(ValidationError):
-        FaultApplied(t_ns=0, seq=1, fault="F9", executes_upstream=False)
+        FaultApplied(t_ns=0, seq=1, fault="F10", executes_upstream=False)
     for name in SCENARIOS:
         SessionStarted(t_ns=0, harness_version="x", scenario=name)
         assert Scenario.model_validate(name).proxy_args()[:2] == ("--scenario", name)
@@ -66,7 +106,8 @@ def test_h2_the_plan_applies_each_scenario_as_its_class_says(name: str) -> None:
     plan = FaultPlan(PlanConfig(scenario=name))
     kind = FAULTS[name]
     faults = [plan.decide(seq, "write", listed=True) for seq in range(1, 4)]
-    if kind.ghost:  # waits for the upstream's answer before it is used up
+    if kind.after_execution:  # waits for the upstream's answer before it is used up
+        assert faults[1:] == [None, None]  # S8: the writes meanwhile are not the first
         assert plan.upstream_answered(1, executed=True)
     applied = [f for f in faults if f is not None]
     assert [type(f) for f in applied] == [kind] * kind.writes

@@ -32,6 +32,7 @@ SPEC_FLAGS = (
     "--error-rate",
     "--seed",
     "--retry-after",
+    "--latency",
     "--fault-delay",
     "--write-tools",
     "--read-tools",
@@ -142,7 +143,7 @@ def test_x1_a_non_repeatable_flag_given_twice_is_refused():  # X1
 @pytest.mark.parametrize(
     ("argv", "flag"),
     [
-        (["--scenario", "F9"], "--scenario"),
+        (["--scenario", "F10"], "--scenario"),
         (["--scenario", "F"], "--scenario"),
         (["--scenario", "F1 "], "--scenario"),
         (["--mode", "chaoss", "--error-rate", "0.5"], "--mode"),
@@ -161,8 +162,8 @@ def test_x1_misspelt_value_is_refused_naming_the_flag(argv, flag):  # X1
 
 
 def test_x1_misspelt_scenario_lists_the_valid_ones():  # X1
-    message = refused(*UP, "--scenario", "F9")
-    assert "'F9'" in message and all(f"F{n}" in message for n in range(1, 6))
+    message = refused(*UP, "--scenario", "F10")
+    assert "'F10'" in message and all(f"F{n}" in message for n in range(1, 6))
 
 
 @pytest.mark.parametrize(("value", "expected"), [("on", True), ("ON", True), ("Off", False),
@@ -332,6 +333,27 @@ def test_s3_retry_after_inside_the_range_is_kept(seconds, expected):  # S3
     assert config("--scenario", "F2", "--retry-after", seconds).plan.retry_after_s == expected
 
 
+@pytest.mark.parametrize("scenario", [None, "F1", "F2", "F4"])
+def test_h2_latency_only_with_f9(scenario):  # H2 X1
+    argv = ["--latency", "500"] + (["--scenario", scenario] if scenario else [])
+    assert "--latency works only with --scenario F9" in refused(*UP, *argv)
+
+
+@pytest.mark.parametrize(
+    ("ms", "why"),
+    [("0", "at least 1 and at most 600000"), ("600001", "at most 600000"),
+     ("1.5", "--latency must be a whole number"), ("soon", "--latency must be a whole number")],
+)  # fmt: skip
+def test_h2_latency_outside_its_bounds_is_refused_in_one_line(ms, why):  # H2 X1
+    assert why in refused(*UP, "--scenario", "F9", "--latency", ms)
+
+
+def test_h2_f9_holds_30_s_by_default_and_takes_latency_on_any_transport():  # H2 X1
+    assert config("--scenario", "F9").plan.latency_ms == 30_000
+    assert config("--scenario", "f9", "--latency", "1500").plan.latency_ms == 1500
+    assert config("--scenario", "F9", "--listen", "127.0.0.1:0").plan.scenario == "F9"
+
+
 def test_s11_fault_delay_needs_a_fault_and_is_not_negative():  # S11
     assert "only with --scenario" in refused(*UP, "--fault-delay", "100")
     assert "negative" in refused(*UP, "--scenario", "F1", "--fault-delay", "-5")
@@ -391,7 +413,7 @@ def test_x1_main_prints_help_and_version_and_exits_0(capsys):  # X1 X8
 
 @pytest.mark.parametrize(
     "argv",
-    [["--scenario"], [*UP, "--scenario", "F9"], [*UP, "--bogus", "1"], [*UP, "--mode", "chaoss"]],
+    [["--scenario"], [*UP, "--scenario", "F10"], [*UP, "--bogus", "1"], [*UP, "--mode", "chaoss"]],
 )
 def test_x8_bad_flags_exit_1_with_one_line_on_stderr(argv, capsys):  # X1 X8
     assert main(argv) == 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.faults import ANY_TRANSPORT, FAULTS, PARAMS, users_of
 from harness.http.headers import HeaderSpec, SecretValue
 from harness.proxy import ClassifierConfig, PlanConfig, ProxyConfig, parse, proxy_argv
 from harness.proxy.args import FLAGS
@@ -32,15 +33,20 @@ positive = st.floats(min_value=1e-6, max_value=1e9, allow_nan=False)
 
 @st.composite
 def plans(draw: st.DrawFn) -> PlanConfig:
-    kind = draw(st.sampled_from(["none", "F1", "F2", "F3", "F4", "F5", "chaos"]))
+    kind = draw(st.sampled_from(["none", *ANY_TRANSPORT, "chaos"]))  # the fault registry
     chaos = kind == "chaos"
     faulty = kind != "none"
+    params = {}
+    for param in FAULTS[kind].params if kind in FAULTS else ():  # each within its bounds (H2)
+        low = param.low + (1e-3 if param.low_open else 0)
+        draw_value = st.integers if param.kind is int else st.floats
+        params[param.field] = draw(draw_value(low, param.high))
     return PlanConfig(
         scenario=kind if kind not in ("none", "chaos") else None,
         chaos_error_rate=draw(st.floats(0, 1)) if chaos else None,
         seed=draw(st.none() | st.integers(-(2**63), 2**63)) if chaos else None,
-        retry_after_s=draw(st.floats(1e-3, 86400)) if kind == "F2" else 60,
         fault_delay_ms=draw(st.integers(0, 10**6)) if faulty else 0,
+        **params,
     )
 
 
@@ -127,7 +133,11 @@ def test_x1_proxy_argv_writes_every_flag_that_sets_something() -> None:  # X1
         event_log="e.jsonl",
         max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES + 1,
     )
-    f2 = ProxyConfig(upstream_command="python3", plan=PlanConfig(scenario="F2", retry_after_s=2))
+    # H2: each fault parameter's flag, from a scenario that takes it (the registry).
+    faulted = [
+        ProxyConfig(upstream_command="python3", plan=PlanConfig(scenario=users_of(param)[0]))
+        for param in PARAMS
+    ]
     http = ProxyConfig(
         upstream_url="http://127.0.0.1:8000/mcp",
         upstream_headers=(HeaderSpec("A", value=SecretValue("b")), HeaderSpec("C", env="D")),
@@ -136,7 +146,7 @@ def test_x1_proxy_argv_writes_every_flag_that_sets_something() -> None:  # X1
     )
     written = {
         arg.partition("=")[0]
-        for config in (full, f2, http)
+        for config in (full, *faulted, http)
         for arg in proxy_argv(config)
         if arg.startswith("--")
     }

@@ -130,6 +130,15 @@ def test_conversation_alias_takes_a_list_too(tmp_path):
         ),
         ("{chaos: {error_rate: 1}}", "chaos(rate=1)", ("--mode", "chaos", "--error-rate", "1")),
         ("F5", "F5", ("--scenario", "F5")),
+        # H2: the parameters of F9 come from its class in the fault registry
+        ("F9", "F9", ("--scenario", "F9", "--latency", "30000")),
+        ("{F9: {latency_ms: 30000}}", "F9", ("--scenario", "F9", "--latency", "30000")),
+        (
+            "{F9: {latency_ms: 1500}}",
+            "F9(latency_ms=1500)",
+            ("--scenario", "F9", "--latency", "1500"),
+        ),
+        ("{F9: null}", "F9", ("--scenario", "F9", "--latency", "30000")),
     ],
 )
 def test_scenario_labels_and_proxy_flags(tmp_path, scenario, label, proxy_args):
@@ -243,9 +252,9 @@ ERROR_CASES = [
     ),
     (
         "bad scenario",
-        spec_text(scenarios="\n  - F1\n  - F9  " + MARK),
+        spec_text(scenarios="\n  - F1\n  - F10  " + MARK),
         "scenarios[1]",
-        "unknown scenario 'F9'",
+        "unknown scenario 'F10'",
     ),
     (
         "scenario in the wrong case",
@@ -270,6 +279,48 @@ ERROR_CASES = [
         spec_text(scenarios="\n  - F2:\n      retry_after: 86401  " + MARK),
         "scenarios[0].F2.retry_after",
         "less than or equal to 86400",
+    ),
+    (
+        "latency below its bound",  # H2: F9's bounds come from its class
+        spec_text(scenarios="\n  - F9:\n      latency_ms: 0  " + MARK),
+        "scenarios[0].F9.latency_ms",
+        "greater than or equal to 1, got 0",
+    ),
+    (
+        "latency above its bound",
+        spec_text(scenarios="\n  - {F9: {latency_ms: 600001}}  " + MARK),
+        "scenarios[0].F9.latency_ms",
+        "less than or equal to 600000",
+    ),
+    (
+        "latency not a whole number",
+        spec_text(scenarios="\n  - F9:\n      latency_ms: 1.5  " + MARK),
+        "scenarios[0].F9.latency_ms",
+        "valid integer",
+    ),
+    (
+        "unknown fault parameter",
+        spec_text(scenarios="\n  - F9:\n      latency: 5  " + MARK),
+        "scenarios[0].F9.latency",
+        "unknown key (did you mean 'latency_ms'?)",
+    ),
+    (
+        "a parameter for a fault that takes none",
+        spec_text(scenarios="\n  - F1\n  - {F1: {latency_ms: 5}}  " + MARK),
+        "scenarios[1]",
+        "F1 takes no parameters: write it as F1",
+    ),
+    (
+        "a parameter of another fault",
+        spec_text(scenarios="\n  - F2:\n      latency_ms: 5  " + MARK),
+        "scenarios[0].F2.latency_ms",
+        "unknown key; expected one of: retry_after",
+    ),
+    (
+        "unknown fault in a mapping",
+        spec_text(scenarios="\n  - {F10: {latency_ms: 5}}  " + MARK),
+        "scenarios[0]",
+        "a scenario mapping has one key, F2, F8, F9 or chaos (got: F10",
     ),
     (
         "duplicate names",
@@ -485,6 +536,27 @@ ERROR_CASES = [
         "not both",
     ),
 ]
+
+
+# R2 H2
+def test_h2_parameterised_scenarios_reach_the_plan_and_keep_distinct_labels(tmp_path):
+    from runner.execute.run import proxy_target
+    from runner.matrix import expand
+
+    text = spec_text(
+        scenarios="[F1, {F8: {retry_after: 2}}, F9, {F9: {latency_ms: 1500}}]",
+        proxy="{agent: http}",
+    )
+    spec = load_spec(write(tmp_path, text))
+    labels = ["F1", "F8(retry_after=2)", "F9", "F9(latency_ms=1500)"]
+    assert [s.label for s in spec.scenarios] == labels
+    assert spec.scenarios[1].proxy_args() == ("--scenario", "F8", "--retry-after", "2")
+    cells = {c.labels["scenario"]: c for c in expand(spec)}
+    assert sorted(cells) == sorted(labels)
+    plans = {label: proxy_target(cell, spec, tmp_path).plan for label, cell in cells.items()}
+    assert plans["F8(retry_after=2)"].retry_after_s == 2
+    assert (plans["F9"].latency_ms, plans["F9(latency_ms=1500)"].latency_ms) == (30000, 1500)
+    assert len({cell.run_id for cell in cells.values()}) == 4  # distinct cells, distinct ids
 
 
 # R2
