@@ -137,6 +137,8 @@ def _params_model(kind: str) -> type[Frozen]:
 PARAM_MODELS: dict[str, type[Frozen]] = {
     name: _params_model(name) for name in SCENARIOS if FAULTS[name].params
 }
+# Module attributes, so that pickle finds them (a spec travels to Ray workers and processes).
+globals().update({model.__name__: model for model in PARAM_MODELS.values()})
 F2Params = PARAM_MODELS["F2"]
 
 

@@ -1,5 +1,6 @@
 """The experiment spec (R2): YAML -> a frozen ExperimentSpec; every error names file, line, field."""
 
+import pickle
 from pathlib import Path
 
 import pytest
@@ -557,6 +558,8 @@ def test_h2_parameterised_scenarios_reach_the_plan_and_keep_distinct_labels(tmp_
     assert plans["F8(retry_after=2)"].retry_after_s == 2
     assert (plans["F9"].latency_ms, plans["F9(latency_ms=1500)"].latency_ms) == (30000, 1500)
     assert len({cell.run_id for cell in cells.values()}) == 4  # distinct cells, distinct ids
+    # G1: a spec travels to Ray workers and processes; the registry's models pickle too.
+    assert pickle.loads(pickle.dumps(spec)) == spec
 
 
 # R2
