@@ -326,7 +326,7 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
                 self._settled.set()
             held = self._holding.get(key)
             if held is not None:
-                held.set()  # F9: a held answer the client no longer wants is not sent
+                held.set()  # F9: the hold of an answer the client gave up on ends now
 
     async def _pass_upstream(self, line: bytes) -> None:
         """X9: a client request or notification goes upstream now, or after the calls the

@@ -573,3 +573,22 @@ async def test_a_tool_timeout_gives_up_on_a_held_answer_and_the_model_decides_wh
     assert "timed out" in first.content.lower()
     assert booking_rows(db) == rows  # ground truth
     assert record.verdict == verdict and record.real_duplicate is (rows > 1)
+
+
+@pytest.mark.parametrize(("model", "rows", "verdict"),
+                         [("scripted/naive", 2, "FAIL"), ("scripted/careful", 1, "PASS")])
+async def test_h2_f9_from_a_spec_a_client_that_gives_up_on_the_held_answer(
+    tmp_path, model, rows, verdict
+):  # H2 R2 R3 J11
+    # {F9: {latency_ms: ...}} reaches the proxy from the spec; the agent's client gives up on
+    # the held (real) answer after limits.tool_timeout_s: naive re-sends (booked twice, FAIL),
+    # careful looks first and finds the booking (once, PASS). Checked against the real rows.
+    spec = write_spec(tmp_path, models=[model], scenarios=[{"F9": {"latency_ms": 5000}}],
+                      limits={"run_timeout_s": 60, "tool_timeout_s": 0.5})  # fmt: skip
+    assert spec.scenarios[0].label == "F9(latency_ms=5000)"
+    record, db = await run_in_process(spec, tmp_path / "kept")
+    first = tool_entries(record)[0]
+    assert first.is_error is True and "timed out" in first.content.lower()
+    assert booking_rows(db) == rows  # ground truth
+    assert record.verdict == verdict and record.real_duplicate is (rows > 1)
+    assert record.scenario == "F9(latency_ms=5000)"
