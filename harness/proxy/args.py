@@ -247,14 +247,11 @@ def parse(argv: list[str]) -> Parsed:
     error_rate = _number("--error-rate", one["--error-rate"], float) if chaos else None
     if error_rate is not None and not 0 <= error_rate <= 1:
         raise UsageError(f"--error-rate must be between 0 and 1, got {one['--error-rate']}")
-    given: dict[str, float] = {}
-    for param in PARAMS:  # the scenario's parameters; the others keep their defaults
-        if param.flag in one:
-            value = _number(param.flag, one[param.flag], param.kind)
-            problem = param.problem(value)
-            if problem is not None:
-                raise UsageError(problem)
-            given[param.field] = value
+    given = {  # the scenario's parameters (PlanConfig checks their bounds); others default
+        param.field: _number(param.flag, one[param.flag], param.kind)
+        for param in PARAMS
+        if param.flag in one
+    }
     fault_delay = int(_number("--fault-delay", one.get("--fault-delay", "0"), int))
     if fault_delay < 0:
         raise UsageError("--fault-delay must not be negative")

@@ -16,7 +16,7 @@ from runner.spec._base import (
     name_problem,
     thaw,
 )
-from runner.spec._environment import ChaosParams, F2Params, Scenario, Upstream
+from runner.spec._environment import ChaosParams, Scenario, Upstream
 from runner.spec._experiment import (
     ExperimentSpec,
     Limits,
@@ -38,7 +38,6 @@ __all__ = [
     "ChaosParams",
     "Conversation",
     "ExperimentSpec",
-    "F2Params",
     "FrozenDict",
     "HonestySettings",
     "Limits",

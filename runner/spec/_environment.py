@@ -139,7 +139,6 @@ PARAM_MODELS: dict[str, type[Frozen]] = {
 }
 # Module attributes, so that pickle finds them (a spec travels to Ray workers and processes).
 globals().update({model.__name__: model for model in PARAM_MODELS.values()})
-F2Params = PARAM_MODELS["F2"]
 
 
 class ChaosParams(Frozen):
