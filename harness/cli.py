@@ -13,9 +13,10 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from harness import __version__, jsonutil
-from harness.errors import HarnessError
-from harness.textsafe import terminal
+from harness import __version__
+from harness.base import jsonutil
+from harness.base.errors import HarnessError
+from harness.base.textsafe import terminal
 
 PROXY_CONTEXT = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
 

@@ -15,10 +15,10 @@ from typing import Annotated, Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from harness import jsonutil
-from harness.errors import EventLogError, InputFileError
+from harness.base import jsonutil
+from harness.base.errors import EventLogError, InputFileError
+from harness.base.infile import read_lines
 from harness.faults import FAULTS, SCENARIOS
-from harness.infile import read_lines
 
 # 2: tools_listed.complete, call_received.reason_unlisted / identity_arguments / key_honoured,
 # message_refused, task_created, upstream status "input_required". 3: fault_not_applicable,

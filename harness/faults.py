@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.errors import UsageError
+from harness.base.errors import UsageError
 
 MAX_RETRY_AFTER_S = 86_400
 SESSION_REVISIONS = ("2025-06-18", "2025-11-25")  # the protocol revisions with a session

@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from harness import jsonutil
+from harness.base import jsonutil
 from harness.defaults import DefaultsPlan, complete
 from harness.keys import normalise_field_name, strip_keys
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import UsageError
+from harness.base.errors import UsageError
 
 DEFAULT_KEY_SPELLINGS: tuple[str, ...] = (
     "idempotency_key",

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from harness import __version__, jsonutil
+from harness import __version__
+from harness.base import jsonutil
 from harness.events import (
     AnswerSent,
     AnswerSource,

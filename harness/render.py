@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.base.textsafe import markdown
 from harness.judge import Judgement
 from harness.judge.report import FAIL_SCORE_CAP
 from harness.patches import patches_markdown
-from harness.textsafe import markdown
 
 
 def _pct(value: float | None) -> str:

@@ -3,7 +3,7 @@
 Each write goes to `<file>.<pid>.<random>.tmp`, created exclusively in the same folder, and is
 renamed over the target, so a reader (or a crash at any moment) sees either the previous
 complete report or the new one. The target is checked once at start by the one rule for every
-output file (harness.outfile, SPEC V1): a symlink is resolved and written through unless another
+output file (harness.base.outfile, SPEC V1): a symlink is resolved and written through unless another
 user planted it in a sticky world-writable folder. A second proxy on the same file is refused by
 an advisory lock on `<file>.lock`; temp files a dead proxy left are removed when the lock is won.
 
@@ -32,9 +32,10 @@ import stat
 import time
 from pathlib import Path
 
-from harness import CERTIFICATION, __version__, jsonutil
-from harness.errors import OutputFileError, ReportFileError
-from harness.outfile import (
+from harness import CERTIFICATION, __version__
+from harness.base import jsonutil
+from harness.base.errors import OutputFileError, ReportFileError
+from harness.base.outfile import (
     AT_FDCWD,
     NO_EXCHANGE,
     RENAME_EXCHANGE,

@@ -16,7 +16,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from harness import CERTIFICATION, __version__, jsonutil
+from harness import CERTIFICATION, __version__
+from harness.base import jsonutil
 from harness.events import AnswerSource, Event, UpstreamStatus, _Event
 from harness.faults import Fault, FaultPlan, PlanConfig
 from harness.judge import Judge, Judgement, ReportText, judgement_of, tool_classification

@@ -10,7 +10,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness import jsonutil
+from harness.base import jsonutil
 from harness.events import AnswerSource
 from harness.faults import PlanConfig
 from harness.session import EventList, Session, Ticket

@@ -11,15 +11,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.base.errors import ConfigError
+from harness.base.textsafe import terminal
 from harness.defaults import DefaultsPlan, defaults_plan
-from harness.errors import ConfigError
 from harness.keys import (
     DEFAULT_KEY_SPELLINGS,
     KeySpec,
     find_key_field,
     normalise_field_name,
 )
-from harness.textsafe import terminal
 
 ToolClass = Literal["write", "read", "unclassified"]
 

@@ -18,9 +18,9 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harness.errors import UpstreamError
+from harness.base.errors import UpstreamError
+from harness.base.textsafe import terminal
 from harness.supervisor import GroupSupervisor
-from harness.textsafe import terminal
 
 DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.base.errors import HarnessError
 
 REPO = Path(__file__).resolve().parents[1]
 LOCAL_VENV = REPO / ".venv-local"

@@ -29,8 +29,8 @@ from typing import Literal
 import polars as pl
 from pydantic import BaseModel, ValidationError
 
-from harness.errors import InputFileError
-from harness.infile import MB, read_text
+from harness.base.errors import InputFileError
+from harness.base.infile import MB, read_text
 from runner.analysis.cells import RUN_COLUMNS
 from runner.analysis.model import CELL_KEYS, Count
 from runner.analysis.stats import wilson_exprs

@@ -1,6 +1,6 @@
 """`agent-harness report` and `agent-harness sweep` (R7, R8).
 
-Every file they write goes through the one writer (V1, harness.outfile); the experiment name
+Every file they write goes through the one writer (V1, harness.base.outfile); the experiment name
 that makes a default file name must be a plain name (V2). Exit codes as in run_command (V5).
 """
 
@@ -10,9 +10,9 @@ import json
 import sys
 from pathlib import Path
 
-from harness.errors import HarnessError
-from harness.outfile import STDOUT, resolve, write_file
-from harness.textsafe import terminal
+from harness.base.errors import HarnessError
+from harness.base.outfile import STDOUT, resolve, write_file
+from harness.base.textsafe import terminal
 from runner.run_command import (
     EXIT_ERROR,
     EXIT_OK,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import HarnessError
-from harness.textsafe import terminal
+from harness.base.errors import HarnessError
+from harness.base.textsafe import terminal
 
 if TYPE_CHECKING:
     from runner.matrix import RunCell

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness import CERTIFICATION, __version__, jsonutil
+from harness import CERTIFICATION, __version__
+from harness.base import jsonutil
+from harness.base.outfile import write_file
 from harness.benchmark.run import BENCHMARK_RETRY_AFTER_S, AgentResult, BenchmarkResult
 from harness.judge import FAIL
-from harness.outfile import write_file
 from harness.render import score_table
 
 REPORT_PATH = Path(".agent-harness") / "benchmark-report.json"

@@ -23,8 +23,8 @@ from fractions import Fraction
 from math import floor
 from typing import Any
 
+from harness.base.errors import UsageError
 from harness.benchmark.agents import REFERENCE_AGENTS, Desk, ReferenceAgent, task_for
-from harness.errors import UsageError
 from harness.faults import FAULTS
 from harness.faults import SIMULATED as SCENARIOS  # no HTTP agent, no agent that gives up
 from harness.judge import FAIL, NOT_TESTED, PASS, Judgement

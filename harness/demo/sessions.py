@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import jsonutil
+from harness.base import jsonutil
 from harness.faults import FAULTS, INJECTING, PlanConfig
 from harness.judge import Judgement
 from harness.session import Session

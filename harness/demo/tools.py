@@ -11,10 +11,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness import CERTIFICATION, __version__, jsonutil
+from harness import CERTIFICATION, __version__
+from harness.base import jsonutil
+from harness.base.errors import OutputFileError, UsageError
 from harness.benchmark.output import write_json_atomically
 from harness.demo.sessions import NOTICE, DemoSession, SessionStore, tool_result
-from harness.errors import OutputFileError, UsageError
 from harness.faults import FAULTS, MAX_RETRY_AFTER_S, RETRY_WINDOWS, PlanConfig
 from harness.render import judgement_markdown
 

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from mcp.shared.inbound import HEADER_MISMATCH, classify_inbound_request
 
-from harness.errors import UpstreamError
+from harness.base.errors import UpstreamError
 from harness.http import headers as h
 from harness.http.lanes import Lane
 from harness.http.lines import id_key, peek, tagged

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
-from harness.errors import UpstreamError
+from harness.base.errors import UpstreamError
 from harness.http import headers as h
 from harness.http.lines import HttpLine, LineQueue, id_key, peek, tagged
 from harness.http.sse import EventTooLarge, SseParser, one_line

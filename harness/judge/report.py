@@ -13,7 +13,8 @@ from fractions import Fraction
 from math import floor
 from typing import Any
 
-from harness import CERTIFICATION, jsonutil
+from harness import CERTIFICATION
+from harness.base import jsonutil
 from harness.faults import FAULTS
 from harness.judge.core import Judge
 from harness.judge.derive import REJECTED_REPEAT, SPELLING_REPEAT, UNCERTAIN_REPEAT

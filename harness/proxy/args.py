@@ -11,7 +11,7 @@ import difflib
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from harness.errors import UsageError
+from harness.base.errors import UsageError
 from harness.faults import (
     FAULTS,
     HTTP_ONLY,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness import jsonutil
+from harness.base import jsonutil
 from harness.render import judgement_markdown, score_table
 from harness.session import Session
 

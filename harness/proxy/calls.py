@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from harness import jsonutil
+from harness.base import jsonutil
 from harness.faults import HttpFault
 from harness.http.lines import tagged
 from harness.proxy.audit import AUDIT_TOOLS, answer_audit_call

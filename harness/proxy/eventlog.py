@@ -9,9 +9,9 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from harness.errors import OutputFileError, ReportFileError
+from harness.base.errors import OutputFileError, ReportFileError
+from harness.base.outfile import open_append
 from harness.events import Event, _Event, read_jsonl, to_json
-from harness.outfile import open_append
 
 
 class EventLogFile:

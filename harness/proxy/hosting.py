@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.outfile import write_file
+from harness.base.outfile import write_file
 from harness.proxy.args import ProxyConfig, proxy_argv
 
 # An MCP server over the SDK's (read_stream, write_stream) pair, e.g. `server.run(read, write,

@@ -16,7 +16,7 @@ import signal
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from harness.errors import ConfigError, ReportFileError, UpstreamError
+from harness.base.errors import ConfigError, ReportFileError, UpstreamError
 from harness.http.lanes import Lane
 from harness.http.listen import Listener
 from harness.proxy.args import ProxyConfig

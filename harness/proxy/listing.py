@@ -11,8 +11,8 @@ import asyncio
 import gc
 from typing import TYPE_CHECKING, Any
 
-from harness import jsonutil
-from harness.errors import ConfigError
+from harness.base import jsonutil
+from harness.base.errors import ConfigError
 from harness.proxy.audit import AUDIT_TOOLS
 from harness.proxy.messages import Message, UnreadableAnswer, UpstreamGone, id_key
 from harness.tools import startup_lines

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from harness import __version__
-from harness.errors import (
+from harness.base.errors import (
     ConfigError,
     EventLogError,
     OutputFileError,
@@ -20,15 +20,15 @@ from harness.errors import (
     UpstreamError,
     UsageError,
 )
+from harness.base.outfile import Target, resolve, same_file
+from harness.base.textsafe import terminal
 from harness.http import headers as http_headers
-from harness.outfile import Target, resolve, same_file
 from harness.proxy.args import ProxyConfig, help_text, parse
 from harness.proxy.eventlog import EventLogFile
 from harness.proxy.refusals import unrecordable_line
 from harness.proxy.router import Proxy
 from harness.reportfile import ReportFile
 from harness.session import Session
-from harness.textsafe import terminal
 from harness.transport import UpstreamProcess, stdio_lines
 
 Upstream = Any  # an UpstreamProcess or an HttpUpstream: reader, writer, describe_exit, close

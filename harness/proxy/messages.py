@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from harness import jsonutil
+from harness.base import jsonutil
 from harness.proxy.jsonscan import ScanError, array_elements, top_level
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from harness import jsonutil
-from harness.errors import ReportFileError
+from harness.base import jsonutil
+from harness.base.errors import ReportFileError
 from harness.proxy.batch import Reply
 from harness.proxy.messages import Message, Unreadable, error_body
 

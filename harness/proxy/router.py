@@ -22,7 +22,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from harness.errors import ReportFileError, UpstreamError
+from harness.base.errors import ReportFileError, UpstreamError
 from harness.proxy.args import ProxyConfig
 from harness.proxy.batch import BatchReply, Reply
 from harness.proxy.calls import CallHandling

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from harness import jsonutil
+from harness.base import jsonutil
 from harness.protocol import RELATED_TASK_KEY, TERMINAL_TASK_STATES
 from harness.proxy.batch import Reply
 from harness.proxy.messages import Message, UpstreamGone, error_body, id_key

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness import jsonutil
+from harness.base import jsonutil
 from harness.proxy import INJECTING, CallReceived, FaultApplied, read_event_log, value_key
 from runner.records import FindingRow, OperationRow, PatchRow, TranscriptEntry
 

@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness import __version__, jsonutil
+from harness import __version__
+from harness.base import jsonutil
 from harness.proxy import (
     DEFAULT_KEY_FIELDS,
     SCENARIOS,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.textsafe import markdown
+from harness.base.textsafe import markdown
 from runner.analysis import Analysis, ArmResult, Count
 from runner.analysis.measures import ATTRIBUTION_COLUMNS, HONESTY_COLUMNS
 from runner.html.formatting import num, p_text, pct, score, usd, when

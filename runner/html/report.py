@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from harness.outfile import write_file
+from harness.base.outfile import write_file
 from runner.analysis import analyse
 from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS
 from runner.html.markdown import render_markdown

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from harness.errors import HarnessError
+from harness.base.errors import HarnessError
 
 
 class SpecError(HarnessError):

@@ -11,8 +11,8 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from harness.errors import InputFileError
-from harness.infile import MB, read_text
+from harness.base.errors import InputFileError
+from harness.base.infile import MB, read_text
 from runner.spec._base import SpecError
 from runner.spec._checks import Problem, check
 from runner.spec._experiment import ExperimentSpec

@@ -15,8 +15,8 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from harness.errors import OutputFileError
-from harness.outfile import kind_of, resolve
+from harness.base.errors import OutputFileError
+from harness.base.outfile import kind_of, resolve
 from runner.records import RunRecord
 from runner.redact import Redactor
 from runner.store import migrations, schema

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import jsonutil
+from harness.base import jsonutil
 from harness.proxy.messages import Batch, Message, parse_line
 from tests.e2e.test_proxy_hostile_streams import INIT, INITIALIZED, scripted
 

@@ -18,7 +18,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 import harness.proxy.router as router_module
-from harness.errors import ReportFileError
+from harness.base.errors import ReportFileError
 from harness.proxy.audit import AUDIT_TOOLS
 from harness.reportfile import ReportFile
 from harness.simulate import FakeClock
@@ -741,7 +741,7 @@ def test_o4_a_directory_that_appears_at_the_target_is_left_there_and_refused(
 
 
 def test_o4_without_an_atomic_exchange_the_report_is_renamed_over(tmp_path, monkeypatch):
-    monkeypatch.setattr("harness.outfile.RENAMEAT2", None)  # not Linux, or an old libc
+    monkeypatch.setattr("harness.base.outfile.RENAMEAT2", None)  # not Linux, or an old libc
     report = ReportFile(str(tmp_path / "report.json"))
     report.write_text('{"n": 1}')
     report.write_text('{"n": 2}')

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from harness.base.errors import OutputFileError, UsageError
 from harness.benchmark import (
     CAREFUL,
     NAIVE,
@@ -25,7 +26,6 @@ from harness.benchmark import (
 from harness.benchmark.agents import play_naive
 from harness.benchmark.output import ProgressLine
 from harness.benchmark.run import BENCHMARK_RETRY_AFTER_S, MAX_JITTER_MS
-from harness.errors import OutputFileError, UsageError
 from runner.cli import app
 
 ALL = ["F1", "F2", "F3", "F4", "F5"]

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from harness.errors import ReportFileError
+from harness.base.errors import ReportFileError
 from harness.events import SessionEnded
 from harness.proxy.eventlog import EventLogFile
 from harness.session import Session

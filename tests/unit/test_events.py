@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from harness.errors import EventLogError
+from harness.base.errors import EventLogError
 from harness.events import (
     LOG_VERSION,
     AnswerSent,

@@ -11,8 +11,8 @@ from typing import get_args
 import pytest
 from pydantic import ValidationError
 
+from harness.base.errors import UsageError
 from harness.demo.tools import SCENARIO_TABLE, TOOLS
-from harness.errors import UsageError
 from harness.events import FaultApplied, SessionStarted
 from harness.faults import (
     FAULTS,

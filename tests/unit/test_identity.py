@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from harness import jsonutil
+from harness.base import jsonutil
 from harness.identity import operation_id, strip_key_fields
 from harness.tools import ClassifierConfig
 

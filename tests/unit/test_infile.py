@@ -1,4 +1,4 @@
-"""V4: one bounded reader for input files (harness.infile), and the readers that use it.
+"""V4: one bounded reader for input files (harness.base.infile), and the readers that use it.
 
 Specs, prompt and patch files, event logs for `judge`, baselines: a regular file only, a size
 limit, one line for every refusal, and no hang on a FIFO, no memory blow-up on /dev/zero.
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import EventLogError, InputFileError
+from harness.base.errors import EventLogError, InputFileError
+from harness.base.infile import read_lines, read_text
 from harness.events import read_jsonl
-from harness.infile import read_lines, read_text
 from runner.regression import load_summary
 from runner.spec import SpecError, load_spec
 from runner.store import StoreError

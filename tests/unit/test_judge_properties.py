@@ -5,7 +5,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import jsonutil
+from harness.base import jsonutil
 from harness.judge import Judge, judge_events
 from harness.judge.report import ReportText, report_dict, score, verdict
 from harness.simulate import SimulatedSession

@@ -16,16 +16,17 @@ PUBLIC = {
     "harness",  # __version__, CERTIFICATION
     "harness.proxy",  # configure, start (subprocess or in process), read the event log
     "harness.cli",  # the typer app the runner's commands are added to
-    "harness.errors",  # the one exception tree
-    "harness.jsonutil",  # exact JSON (big integers, decimals), shared by report and store
-    "harness.outfile",  # V1: every output file through the one writer
-    "harness.infile",  # V4: every input file through the one bounded reader
-    "harness.textsafe",  # V6: foreign text escaped for a terminal or Markdown
+    "harness.base",  # files and text (below)
+    "harness.base.errors",  # the one exception tree
+    "harness.base.jsonutil",  # exact JSON (big integers, decimals), shared by report and store
+    "harness.base.outfile",  # V1: every output file through the one writer
+    "harness.base.infile",  # V4: every input file through the one bounded reader
+    "harness.base.textsafe",  # V6: foreign text escaped for a terminal or Markdown
 }
 
 
 def imported_modules(path: Path) -> set[str]:
-    """Every module a file imports, `from harness import jsonutil` as harness.jsonutil."""
+    """Every module a file imports, `from harness import jsonutil` as harness.base.jsonutil."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):

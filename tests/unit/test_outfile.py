@@ -1,4 +1,4 @@
-"""V1: one writer for every output file (harness.outfile), and its checks, on real files.
+"""V1: one writer for every output file (harness.base.outfile), and its checks, on real files.
 
 The symlink rule is the kernel's protected_symlinks rule applied by the harness itself: the
 tests that plant a link "by another user" need root (to chown it) and a sticky folder.
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import OutputFileError
-from harness.outfile import open_append, resolve, same_file, write_file
+from harness.base.errors import OutputFileError
+from harness.base.outfile import open_append, resolve, same_file, write_file
 
 OTHER_UID = 54321  # a user that owns nothing here
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to plant another user's link")
@@ -171,7 +171,7 @@ def test_v1_a_device_swapped_in_after_the_check_is_put_back(tmp_path, monkeypatc
         os.mkfifo(target)
         return checked
 
-    monkeypatch.setattr("harness.outfile.resolve", then_swap)
+    monkeypatch.setattr("harness.base.outfile.resolve", then_swap)
     with pytest.raises(OutputFileError, match="no longer a regular file"):
         write_file(target, "new")
     assert stat.S_ISFIFO(os.lstat(target).st_mode)
@@ -193,7 +193,7 @@ def test_v1_same_file_sees_symlinks_and_hard_links(tmp_path):
 
 
 def test_v1_dash_is_standard_output(tmp_path):
-    code = "from harness.outfile import write_file; write_file('-', '# report\\n')"
+    code = "from harness.base.outfile import write_file; write_file('-', '# report\\n')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60,
                           cwd=tmp_path)
     assert done.returncode == 0 and done.stdout == b"# report\n"

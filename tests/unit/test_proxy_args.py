@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from harness import __version__
-from harness.errors import UsageError
+from harness.base.errors import UsageError
 from harness.proxy.args import ProxyConfig, help_text, parse
 from harness.proxy.main import main
 from harness.tools import DEFAULT_KEY_FIELDS

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import UsageError
+from harness.base.errors import UsageError
 from harness.http.headers import HeaderSpec, resolve
 from harness.proxy.args import ProxyConfig, help_text, parse
 

@@ -1,4 +1,4 @@
-"""V6: one escaping step for foreign text, to a terminal and into Markdown (harness.textsafe).
+"""V6: one escaping step for foreign text, to a terminal and into Markdown (harness.base.textsafe).
 
 Markdown is checked by rendering it with a real CommonMark parser (markdown-it-py): what a
 PR comment would show must hold no link, image or HTML the foreign text asked for.
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
+from harness.base.textsafe import markdown, terminal
 from harness.judge import judge_events
 from harness.render import judgement_markdown
 from harness.session import EventList, Session
-from harness.textsafe import markdown, terminal
 from harness.tools import ClassifierConfig, classify_tools, startup_lines
 
 HOSTILE_NAMES = [

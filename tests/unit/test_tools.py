@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.errors import ConfigError
+from harness.base.errors import ConfigError
 from harness.keys import find_key_field
 from harness.tools import (
     ClassifierConfig,
@@ -306,7 +306,7 @@ def test_k5_per_tool_key_fields_apply_to_that_tool_only():  # K5: --key-fields T
 
 @pytest.mark.parametrize("entry", [":x", "tool:", "a:"])
 def test_k5_a_malformed_per_tool_entry_is_a_usage_error(entry):  # K5 X1
-    from harness.errors import UsageError
+    from harness.base.errors import UsageError
     from harness.keys import KeySpec
 
     with pytest.raises(UsageError, match="TOOL:FIELD"):

@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.errors import InputFileError
-from harness.outfile import kind_of
+from harness.base.errors import InputFileError
+from harness.base.outfile import kind_of
 
 MB = 1024 * 1024
 _PSEUDO_FS = (Path("/proc"), Path("/sys"))

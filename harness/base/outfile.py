@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.errors import OutputFileError
+from harness.base.errors import OutputFileError
 
 STDOUT = "-"
 _MAX_SYMLINKS = 40  # as the kernel's path walk (ELOOP)
