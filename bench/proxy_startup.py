@@ -3,7 +3,7 @@
     .venv/bin/python bench/proxy_startup.py [--runs N]
 
 A benchmark script, not a test: it prints medians. The proxy starts the upstream, then a
-supervisor (harness/supervisor.py: /bin/sh holding a pipe) that ends the upstream's process
+supervisor (harness/wire/supervisor.py: /bin/sh holding a pipe) that ends the upstream's process
 group should the proxy die. Measured here, in one asyncio process like the proxy's:
 
 - `upstream`: starting the upstream alone (asyncio subprocess of bench/fast_upstream.py,
@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.supervisor import GroupSupervisor
+from harness.wire.supervisor import GroupSupervisor
 
 HERE = Path(__file__).resolve().parent
 UPSTREAM = HERE / "fast_upstream.py"

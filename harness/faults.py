@@ -250,7 +250,7 @@ class HttpFault(Fault):
         raise NotImplementedError
 
     def hints(self) -> dict[str, Any]:
-        """How the listener answers: harness.http.lines.HttpLine attributes."""
+        """How the listener answers: harness.wire.http.lines.HttpLine attributes."""
         return {"http_status": self.status}
 
 

@@ -22,9 +22,9 @@ from harness.events import AnswerSource, Event, UpstreamStatus, _Event
 from harness.faults import Fault, FaultPlan, PlanConfig
 from harness.judge import Judge, Judgement, ReportText, judgement_of, tool_classification
 from harness.patches import build_patches
-from harness.protocol import COMPLETE, INPUT_REQUIRED
 from harness.recorder import Recorder, Sink
 from harness.tools import Classification, ClassifierConfig
+from harness.wire.protocol import COMPLETE, INPUT_REQUIRED
 
 
 class BatchHold:

@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 
-from harness.transport import StreamLineReader
+from harness.wire.transport import StreamLineReader
 
 Found = Callable[[dict[str, Any]], bool]
 READ_LIMIT = 64 * 1024 * 1024  # our side of a proxy's stdout: never the bottleneck

@@ -23,10 +23,10 @@ from harness.faults import (
     scenario_range,
     users_of,
 )
-from harness.http.headers import HeaderSpec, SecretValue, valid_header_name, valid_header_value
 from harness.keys import KeySpec
 from harness.tools import DEFAULT_KEY_FIELDS, ClassifierConfig
-from harness.transport import DEFAULT_MAX_MESSAGE_BYTES
+from harness.wire.http.headers import HeaderSpec, SecretValue, valid_header_name, valid_header_value
+from harness.wire.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 
 @dataclass(frozen=True)

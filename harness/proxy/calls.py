@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from harness.base import jsonutil
 from harness.faults import HttpFault
-from harness.http.lines import tagged
 from harness.proxy.audit import AUDIT_TOOLS, answer_audit_call
 from harness.proxy.batch import Reply
 from harness.proxy.jsonscan import ScanError, top_level
@@ -26,6 +25,7 @@ from harness.proxy.messages import (
 from harness.proxy.order import InTurn, Turn
 from harness.proxy.tasks import task_id_of
 from harness.session import Ticket
+from harness.wire.http.lines import tagged
 
 if TYPE_CHECKING:
     from harness.proxy.router import Proxy

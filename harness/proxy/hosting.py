@@ -55,7 +55,7 @@ async def in_process_proxy(
     """
     from harness.proxy.router import Proxy
     from harness.session import EventList, Session
-    from harness.transport import MemoryPipe, mcp_streams
+    from harness.wire.transport import MemoryPipe, mcp_streams
 
     log = EventList()
     session = Session(config.classifier, config.plan, kind="proxy", sinks=[log])

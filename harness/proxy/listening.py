@@ -17,13 +17,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from harness.base.errors import ConfigError, ReportFileError, UpstreamError
-from harness.http.lanes import Lane
-from harness.http.listen import Listener
 from harness.proxy.args import ProxyConfig
 from harness.proxy.refusals import unrecordable_line
 from harness.proxy.router import Proxy
 from harness.reportfile import ReportFile
 from harness.session import Session
+from harness.wire.http.lanes import Lane
+from harness.wire.http.listen import Listener
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 

@@ -22,14 +22,14 @@ from harness.base.errors import (
 )
 from harness.base.outfile import Target, resolve, same_file
 from harness.base.textsafe import terminal
-from harness.http import headers as http_headers
 from harness.proxy.args import ProxyConfig, help_text, parse
 from harness.proxy.eventlog import EventLogFile
 from harness.proxy.refusals import unrecordable_line
 from harness.proxy.router import Proxy
 from harness.reportfile import ReportFile
 from harness.session import Session
-from harness.transport import UpstreamProcess, stdio_lines
+from harness.wire.http import headers as http_headers
+from harness.wire.transport import UpstreamProcess, stdio_lines
 
 Upstream = Any  # an UpstreamProcess or an HttpUpstream: reader, writer, describe_exit, close
 # With --report-file and no --event-log, the event log lives beside the report (X14).
@@ -206,7 +206,7 @@ def upstream_opener(config: ProxyConfig) -> Callable[[], Awaitable[Upstream]]:
     url = config.upstream_url
 
     async def connect() -> Upstream:
-        from harness.http.upstream import HttpUpstream
+        from harness.wire.http.upstream import HttpUpstream
 
         return await HttpUpstream.start(url, auth, max_bytes=config.max_message_bytes, log=log)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.protocol import COMPLETE, ENVELOPE_KEYS, PROTOCOL_VERSION_KEY
+from harness.wire.protocol import COMPLETE, ENVELOPE_KEYS, PROTOCOL_VERSION_KEY
 
 
 class ClientRevision:

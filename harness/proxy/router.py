@@ -43,7 +43,7 @@ from harness.proxy.refusals import INVALID_REQUEST, Refusals
 from harness.proxy.revision import ClientRevision
 from harness.proxy.tasks import TASK_METHODS, TaskBook, TaskHandling
 from harness.session import CURRENT_BATCH, BatchHold, Session
-from harness.transport import LineReader, LineWriter, MessageTooLarge, StreamClosed
+from harness.wire.transport import LineReader, LineWriter, MessageTooLarge, StreamClosed
 
 # X6: after a signal, answers that arrive this long still count.
 DRAIN_SECONDS = 2.0

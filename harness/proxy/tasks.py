@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from harness.base import jsonutil
-from harness.protocol import RELATED_TASK_KEY, TERMINAL_TASK_STATES
 from harness.proxy.batch import Reply
 from harness.proxy.messages import Message, UpstreamGone, error_body, id_key
 from harness.session import Ticket
+from harness.wire.protocol import RELATED_TASK_KEY, TERMINAL_TASK_STATES
 
 if TYPE_CHECKING:
     from harness.proxy.router import Proxy

@@ -30,7 +30,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from harness.transport import StreamLineReader, StreamLineWriter, mcp_streams
+from harness.wire.transport import StreamLineReader, StreamLineWriter, mcp_streams
 from tests.linetap import READ_LIMIT, TapReader
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -357,7 +357,7 @@ def children_of(pid: int) -> list[int]:
 
 
 def is_supervisor(pid: int) -> bool:
-    """The proxy's group supervisor (V7, harness/supervisor.py), not the upstream."""
+    """The proxy's group supervisor (V7, harness/wire/supervisor.py), not the upstream."""
     try:
         return b"agent-harness-supervisor" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:

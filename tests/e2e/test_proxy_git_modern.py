@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 import pytest
 
-from harness.protocol import PROTOCOL_VERSION_KEY
+from harness.wire.protocol import PROTOCOL_VERSION_KEY
 from tests.e2e.conftest import PY_INSTALL_HINT, require
 from tests.e2e.httpkit import DEADLINE_S, Running, mcp_client, running
 from tests.e2e.httptap import HttpTap

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
-from harness.transport import StreamLineReader, StreamLineWriter
+from harness.wire.transport import StreamLineReader, StreamLineWriter
 from tests.e2e.test_proxy_e2e import BOOK, DEADLINE_S, proxy_argv, start
 from tests.linetap import READ_LIMIT, TapReader
 

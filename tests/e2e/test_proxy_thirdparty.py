@@ -21,7 +21,7 @@ import pytest
 from mcp.client.session import ClientSession
 
 from harness.proxy.audit import AUDIT_TOOLS
-from harness.transport import StreamLineReader, StreamLineWriter, mcp_streams
+from harness.wire.transport import StreamLineReader, StreamLineWriter, mcp_streams
 from tests.linetap import READ_LIMIT, TapReader
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

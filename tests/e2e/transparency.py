@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from harness.transport import StreamLineReader, StreamLineWriter
+from harness.wire.transport import StreamLineReader, StreamLineWriter
 from tests.linetap import READ_LIMIT
 
 TAP = Path(__file__).parent / "servers" / "stdio_tap.py"

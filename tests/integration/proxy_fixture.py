@@ -33,7 +33,7 @@ from harness.proxy.args import ProxyConfig
 from harness.proxy.router import Proxy
 from harness.session import EventList, Session
 from harness.tools import ClassifierConfig
-from harness.transport import MemoryPipe, mcp_streams
+from harness.wire.transport import MemoryPipe, mcp_streams
 from tests.linetap import LineTap
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}

@@ -22,7 +22,7 @@ from harness.base.errors import ReportFileError
 from harness.proxy.audit import AUDIT_TOOLS
 from harness.reportfile import ReportFile
 from harness.simulate import FakeClock
-from harness.transport import MemoryPipe, mcp_streams
+from harness.wire.transport import MemoryPipe, mcp_streams
 from tests.integration.proxy_fixture import (
     BOOK,
     INSTRUCTIONS,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness.protocol import RELATED_TASK_KEY
+from harness.wire.protocol import RELATED_TASK_KEY
 from tests.integration.proxy_fixture import MemoryPipe, proxied
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.protocol import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY
+from harness.wire.protocol import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY
 from tests.integration.proxy_fixture import (
     BOOK,
     MemoryPipe,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness.transport import MemoryPipe, mcp_streams
+from harness.wire.transport import MemoryPipe, mcp_streams
 from runner.upstreams import BUILTIN_UPSTREAMS, real_rows, serve
 from tests.integration.proxy_fixture import proxied
 

@@ -13,7 +13,7 @@ from harness.base.errors import UsageError
 from harness.proxy.args import ProxyConfig, help_text, parse
 from harness.proxy.main import main
 from harness.tools import DEFAULT_KEY_FIELDS
-from harness.transport import DEFAULT_MAX_MESSAGE_BYTES
+from harness.wire.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 UP = ["--upstream-command", "python3"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from harness.base.errors import UsageError
-from harness.http.headers import HeaderSpec, resolve
 from harness.proxy.args import ProxyConfig, help_text, parse
+from harness.wire.http.headers import HeaderSpec, resolve
 
 URL = ["--upstream-url", "http://127.0.0.1:8000/mcp"]
 SECRET = "s3cr3t-token-value"

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.faults import ANY_TRANSPORT, FAULTS, PARAMS, users_of
-from harness.http.headers import HeaderSpec, SecretValue
 from harness.proxy import ClassifierConfig, PlanConfig, ProxyConfig, parse, proxy_argv
 from harness.proxy.args import FLAGS
-from harness.transport import DEFAULT_MAX_MESSAGE_BYTES
+from harness.wire.http.headers import HeaderSpec, SecretValue
+from harness.wire.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 # Free text: anything but NUL (not allowed in argv) and not empty (X1 refuses empty values).
 text = st.text(st.characters(blacklist_characters="\x00"), min_size=1, max_size=12)

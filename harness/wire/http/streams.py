@@ -23,8 +23,8 @@ from typing import Any
 from aiohttp import web
 from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS
 
-from harness.http import sse
-from harness.http.lines import id_key, peek
+from harness.wire.http import sse
+from harness.wire.http.lines import id_key, peek
 
 REPLAY_EVENTS = 1000  # events kept per stream for an agent that reconnects
 SSE_HEADERS = {

@@ -12,7 +12,14 @@ import asyncio
 import os
 import stat
 
-from harness.transport import MessageTooLarge, StreamClosed
+
+class MessageTooLarge(Exception):
+    """A line longer than the message size limit (X7)."""
+
+
+class StreamClosed(Exception):
+    """The other side is gone (EOF on write, broken pipe)."""
+
 
 CHUNK = 64 * 1024
 

@@ -20,17 +20,16 @@ from typing import Protocol
 
 from harness.base.errors import UpstreamError
 from harness.base.textsafe import terminal
-from harness.supervisor import GroupSupervisor
+from harness.wire.fdlines import (
+    FileLineReader,
+    FileLineWriter,
+    MessageTooLarge,
+    StreamClosed,
+    is_regular,
+)
+from harness.wire.supervisor import GroupSupervisor
 
 DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024
-
-
-class MessageTooLarge(Exception):
-    """A line longer than the message size limit (X7)."""
-
-
-class StreamClosed(Exception):
-    """The other side is gone (EOF on write, broken pipe)."""
 
 
 class LineReader(Protocol):
@@ -120,8 +119,6 @@ class MemoryPipe:
 async def stdio_lines(max_bytes: int) -> tuple[LineReader, LineWriter]:
     """The process's own stdin and stdout as line streams (pipes, sockets, terminals or
     regular files: `proxy < in.jsonl > out.jsonl` works too)."""
-    from harness.fdlines import FileLineReader, FileLineWriter, is_regular
-
     loop = asyncio.get_running_loop()
     reader: LineReader
     writer: LineWriter

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.protocol import PROTOCOL_VERSION_KEY
+from harness.wire.protocol import PROTOCOL_VERSION_KEY
 
 # The SDK is imported where it is used: importing `mcp` costs about a second, and a proxy
 # that speaks stdio on both sides must start without it.

@@ -30,10 +30,10 @@ from urllib.parse import urlsplit, urlunsplit
 import aiohttp
 
 from harness.base.errors import UpstreamError
-from harness.http import headers as h
-from harness.http.lines import HttpLine, LineQueue, id_key, peek, tagged
-from harness.http.sse import EventTooLarge, SseParser, one_line
-from harness.transport import MessageTooLarge
+from harness.wire.http import headers as h
+from harness.wire.http.lines import HttpLine, LineQueue, id_key, peek, tagged
+from harness.wire.http.sse import EventTooLarge, SseParser, one_line
+from harness.wire.transport import MessageTooLarge
 
 CONNECTION_CLOSED = -32000
 INVALID_REQUEST = -32600

@@ -19,9 +19,9 @@ import asyncio
 from collections import deque
 from typing import Any
 
-from harness.http.lines import LineQueue, has_related, id_key, peek, related_of
-from harness.http.streams import Stream
-from harness.transport import StreamClosed
+from harness.wire.http.lines import LineQueue, has_related, id_key, peek, related_of
+from harness.wire.http.streams import Stream
+from harness.wire.transport import StreamClosed
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 BACKLOG = 1000  # messages kept for a GET stream that is not open yet

@@ -26,11 +26,11 @@ from aiohttp import web
 from mcp.shared.inbound import HEADER_MISMATCH, classify_inbound_request
 
 from harness.base.errors import UpstreamError
-from harness.http import headers as h
-from harness.http.lanes import Lane
-from harness.http.lines import id_key, peek, tagged
-from harness.http.sse import one_line
-from harness.http.streams import Stream, request_ids
+from harness.wire.http import headers as h
+from harness.wire.http.lanes import Lane
+from harness.wire.http.lines import id_key, peek, tagged
+from harness.wire.http.sse import one_line
+from harness.wire.http.streams import Stream, request_ids
 
 PATH = "/mcp"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
