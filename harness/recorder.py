@@ -31,9 +31,9 @@ from harness.events import (
     _Event,
 )
 from harness.faults import FAULTS, PARAMS, Fault, PlanConfig
-from harness.identity import digest_of, identity_arguments, raw_operation_id
-from harness.keys import find_keys
-from harness.tools import Classification, ClassifierConfig, classify_tools
+from harness.operations.classify import Classification, ClassifierConfig, classify_tools
+from harness.operations.identity import digest_of, identity_arguments, raw_operation_id
+from harness.operations.keys import find_keys
 
 Sink = Callable[[_Event], None]
 

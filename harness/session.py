@@ -21,9 +21,9 @@ from harness.base import jsonutil
 from harness.events import AnswerSource, Event, UpstreamStatus, _Event
 from harness.faults import Fault, FaultPlan, PlanConfig
 from harness.judge import Judge, Judgement, ReportText, judgement_of, tool_classification
+from harness.operations.classify import Classification, ClassifierConfig
 from harness.patches import build_patches
 from harness.recorder import Recorder, Sink
-from harness.tools import Classification, ClassifierConfig
 from harness.wire.protocol import COMPLETE, INPUT_REQUIRED
 
 

@@ -13,8 +13,8 @@ from typing import Any, Literal
 from harness.base import jsonutil
 from harness.events import AnswerSource
 from harness.faults import PlanConfig
+from harness.operations.classify import ClassifierConfig
 from harness.session import EventList, Session, Ticket
-from harness.tools import ClassifierConfig
 
 BOOKING_TOOLS: list[dict[str, Any]] = [
     {

@@ -29,7 +29,6 @@ from harness.events import (
     UpstreamAnswered,
 )
 from harness.faults import INJECTING, RETRY_WINDOWS
-from harness.identity import strip_key_fields, value_key
 from harness.judge.derive import Derived, derive_key, derive_operation
 from harness.judge.model import (
     Attempt,
@@ -40,7 +39,8 @@ from harness.judge.model import (
 )
 from harness.judge.similar import fold, similar, surely_different
 from harness.judge.window import SpellingWindow, signature
-from harness.tools import DEFAULT_KEY_FIELDS, REASON_NOT_LISTED, normalise_field_name
+from harness.operations.classify import DEFAULT_KEY_FIELDS, REASON_NOT_LISTED, normalise_field_name
+from harness.operations.identity import strip_key_fields, value_key
 
 # J9/J10 compare a new attempt with at most this many recent uncertain attempts of its tool,
 # and with this many of its most recent attempts whatever their outcome, so the judge's cost

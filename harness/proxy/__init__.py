@@ -9,10 +9,10 @@ a Ray worker executing one run, import the harness through here.
 from harness.events import CallReceived, FaultApplied
 from harness.events import read_jsonl as read_event_log
 from harness.faults import FAULTS, HTTP_ONLY, INJECTING, MAX_RETRY_AFTER_S, SCENARIOS, PlanConfig
-from harness.identity import value_key
+from harness.operations.classify import DEFAULT_KEY_FIELDS, ClassifierConfig
+from harness.operations.identity import value_key
 from harness.proxy.args import ProxyConfig, parse, proxy_argv
 from harness.proxy.hosting import InProcessProxy, in_process_proxy, proxy_command
-from harness.tools import DEFAULT_KEY_FIELDS, ClassifierConfig
 from harness.wire.http.headers import HeaderSpec, valid_header_name
 
 __all__ = [

@@ -23,8 +23,8 @@ from harness.faults import (
     scenario_range,
     users_of,
 )
-from harness.keys import KeySpec
-from harness.tools import DEFAULT_KEY_FIELDS, ClassifierConfig
+from harness.operations.classify import DEFAULT_KEY_FIELDS, ClassifierConfig
+from harness.operations.keys import KeySpec
 from harness.wire.http.headers import HeaderSpec, SecretValue, valid_header_name, valid_header_value
 from harness.wire.transport import DEFAULT_MAX_MESSAGE_BYTES
 

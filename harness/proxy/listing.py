@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from harness.base import jsonutil
 from harness.base.errors import ConfigError
+from harness.operations.classify import startup_lines
 from harness.proxy.audit import AUDIT_TOOLS
 from harness.proxy.messages import Message, UnreadableAnswer, UpstreamGone, id_key
-from harness.tools import startup_lines
 
 if TYPE_CHECKING:
     from harness.proxy.router import Proxy

@@ -29,10 +29,10 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from harness.faults import PlanConfig
+from harness.operations.classify import ClassifierConfig
 from harness.proxy.args import ProxyConfig
 from harness.proxy.router import Proxy
 from harness.session import EventList, Session
-from harness.tools import ClassifierConfig
 from harness.wire.transport import MemoryPipe, mcp_streams
 from tests.linetap import LineTap
 

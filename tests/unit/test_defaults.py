@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.defaults import complete, defaults_plan
-from harness.identity import operation_id
-from harness.tools import ClassifierConfig
+from harness.operations.classify import ClassifierConfig
+from harness.operations.defaults import complete, defaults_plan
+from harness.operations.identity import operation_id
 
 KEYS = ClassifierConfig().normalised_key_fields
 

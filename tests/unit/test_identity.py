@@ -5,8 +5,8 @@ from decimal import Decimal
 import pytest
 
 from harness.base import jsonutil
-from harness.identity import operation_id, strip_key_fields
-from harness.tools import ClassifierConfig
+from harness.operations.classify import ClassifierConfig
+from harness.operations.identity import operation_id, strip_key_fields
 
 KEYS = ClassifierConfig().normalised_key_fields
 

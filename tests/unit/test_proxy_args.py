@@ -10,9 +10,9 @@ import pytest
 
 from harness import __version__
 from harness.base.errors import UsageError
+from harness.operations.classify import DEFAULT_KEY_FIELDS
 from harness.proxy.args import ProxyConfig, help_text, parse
 from harness.proxy.main import main
-from harness.tools import DEFAULT_KEY_FIELDS
 from harness.wire.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 UP = ["--upstream-command", "python3"]

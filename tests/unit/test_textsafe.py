@@ -15,9 +15,9 @@ from markdown_it import MarkdownIt
 
 from harness.base.textsafe import markdown, terminal
 from harness.judge import judge_events
+from harness.operations.classify import ClassifierConfig, classify_tools, startup_lines
 from harness.render import judgement_markdown
 from harness.session import EventList, Session
-from harness.tools import ClassifierConfig, classify_tools, startup_lines
 
 HOSTILE_NAMES = [
     "create_\x1b]0;pwned\x07booking",  # retitles the terminal

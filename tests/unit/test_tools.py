@@ -3,8 +3,7 @@
 import pytest
 
 from harness.base.errors import ConfigError
-from harness.keys import find_key_field
-from harness.tools import (
+from harness.operations.classify import (
     ClassifierConfig,
     classify_tool,
     classify_tools,
@@ -14,6 +13,7 @@ from harness.tools import (
     snake_case,
     startup_lines,
 )
+from harness.operations.keys import find_key_field
 
 DEFAULT = ClassifierConfig()
 
@@ -307,7 +307,7 @@ def test_k5_per_tool_key_fields_apply_to_that_tool_only():  # K5: --key-fields T
 @pytest.mark.parametrize("entry", [":x", "tool:", "a:"])
 def test_k5_a_malformed_per_tool_entry_is_a_usage_error(entry):  # K5 X1
     from harness.base.errors import UsageError
-    from harness.keys import KeySpec
+    from harness.operations.keys import KeySpec
 
     with pytest.raises(UsageError, match="TOOL:FIELD"):
         KeySpec.parse([entry])

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.base import jsonutil
-from harness.defaults import DefaultsPlan, complete
-from harness.keys import normalise_field_name, strip_keys
+from harness.operations.defaults import DefaultsPlan, complete
+from harness.operations.keys import normalise_field_name, strip_keys
 
 
 def strip_key_fields(arguments: Any, normalised_keys: frozenset[str]) -> Any:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.keys import resolve_ref
+from harness.operations.keys import resolve_ref
 
 _MAX_DEPTH = 32  # schemas deeper than this get no defaults below it (and no recursion risk)
 _MISSING = object()

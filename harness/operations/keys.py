@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.base.errors import UsageError
+from harness.operations.names import tool_glob_match
 
 DEFAULT_KEY_SPELLINGS: tuple[str, ...] = (
     "idempotency_key",
@@ -81,7 +82,6 @@ class KeySpec:
         cached = self._cache.get(tool)
         if cached is not None:
             return cached
-        from harness.tools import tool_glob_match
 
         names = self.names | {n for glob, n in self.per_tool if tool_glob_match(glob, tool)}
         if len(self._cache) < 4096:

@@ -1,0 +1,1 @@
+"""What is this call: tool classification, key fields, schema defaults, operation identity, names."""
