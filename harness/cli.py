@@ -45,8 +45,8 @@ def judge_command(
     Exit codes: 0 judged (whatever the verdict); 1 an unreadable or invalid event log.
     """
     from harness.events import read_jsonl
-    from harness.judge import judge_events
-    from harness.render import judgement_markdown
+    from harness.report.judgement import judge_events
+    from harness.report.markdown import judgement_markdown
 
     try:
         judgement = judge_events(read_jsonl(events))

@@ -20,10 +20,11 @@ from harness import CERTIFICATION, __version__
 from harness.base import jsonutil
 from harness.events import AnswerSource, Event, UpstreamStatus, _Event
 from harness.faults import Fault, FaultPlan, PlanConfig
-from harness.judge import Judge, Judgement, ReportText, judgement_of, tool_classification
+from harness.judge import Judge, ReportText
 from harness.operations.classify import Classification, ClassifierConfig
-from harness.patches import build_patches
 from harness.recorder import Recorder, Sink
+from harness.report.judgement import Judgement, judgement_of, tool_classification
+from harness.report.patches import build_patches
 from harness.wire.protocol import COMPLETE, INPUT_REQUIRED
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.judge import Judgement
+from harness.report.judgement import Judgement
 from harness.simulate import SimulatedSession
 
 

@@ -10,7 +10,7 @@ from harness.base import jsonutil
 from harness.base.outfile import write_file
 from harness.benchmark.run import BENCHMARK_RETRY_AFTER_S, AgentResult, BenchmarkResult
 from harness.judge import FAIL
-from harness.render import score_table
+from harness.report.markdown import score_table
 
 REPORT_PATH = Path(".agent-harness") / "benchmark-report.json"
 NOTE = (

@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.base import jsonutil
 from harness.faults import FAULTS, INJECTING, PlanConfig
-from harness.judge import Judgement
+from harness.report.judgement import Judgement
 from harness.session import Session
 
 # D1: beyond this many sessions the oldest one is dropped.

@@ -17,7 +17,7 @@ from harness.base.errors import OutputFileError, UsageError
 from harness.benchmark.output import write_json_atomically
 from harness.demo.sessions import NOTICE, DemoSession, SessionStore, tool_result
 from harness.faults import FAULTS, MAX_RETRY_AFTER_S, RETRY_WINDOWS, PlanConfig
-from harness.render import judgement_markdown
+from harness.report.markdown import judgement_markdown
 
 AUDIT_PATH = Path(".agent-harness") / "audit-report.json"
 _ID = {"session_id": {"type": "string", "description": "The id start_session returned."}}

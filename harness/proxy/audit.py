@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.base import jsonutil
-from harness.render import judgement_markdown, score_table
+from harness.report.markdown import judgement_markdown, score_table
 from harness.session import Session
 
 _READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True}

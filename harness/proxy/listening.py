@@ -20,7 +20,7 @@ from harness.base.errors import ConfigError, ReportFileError, UpstreamError
 from harness.proxy.args import ProxyConfig
 from harness.proxy.refusals import unrecordable_line
 from harness.proxy.router import Proxy
-from harness.reportfile import ReportFile
+from harness.report.file import ReportFile
 from harness.session import Session
 from harness.wire.http.lanes import Lane
 from harness.wire.http.listen import Listener

@@ -26,7 +26,7 @@ from harness.proxy.args import ProxyConfig, help_text, parse
 from harness.proxy.eventlog import EventLogFile
 from harness.proxy.refusals import unrecordable_line
 from harness.proxy.router import Proxy
-from harness.reportfile import ReportFile
+from harness.report.file import ReportFile
 from harness.session import Session
 from harness.wire.http import headers as http_headers
 from harness.wire.transport import UpstreamProcess, stdio_lines

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 import harness.proxy.router as router_module
 from harness.base.errors import ReportFileError
 from harness.proxy.audit import AUDIT_TOOLS
-from harness.reportfile import ReportFile
+from harness.report.file import ReportFile
 from harness.simulate import FakeClock
 from harness.wire.transport import MemoryPipe, mcp_streams
 from tests.integration.proxy_fixture import (

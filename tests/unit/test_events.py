@@ -18,7 +18,7 @@ from harness.events import (
     to_json,
     write_jsonl,
 )
-from harness.judge import judge_events
+from harness.report.judgement import judge_events
 from harness.simulate import SimulatedSession
 
 

@@ -6,8 +6,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.base import jsonutil
-from harness.judge import Judge, judge_events
-from harness.judge.report import ReportText, report_dict, score, verdict
+from harness.judge import Judge
+from harness.judge.summary import ReportText, report_dict, score, verdict
+from harness.report.judgement import judge_events
 from harness.simulate import SimulatedSession
 
 OPS = [

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.patches import build_patches, patches_for_report, patches_markdown
+from harness.report.patches import build_patches, patches_for_report, patches_markdown
 from harness.simulate import SimulatedSession
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}

@@ -6,8 +6,8 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.reportfile import ReportFile
-from harness.reportslots import Layout, Slots
+from harness.report.file import ReportFile
+from harness.report.slots import Layout, Slots
 
 
 def pieces_for(values):

@@ -14,9 +14,9 @@ import pytest
 from markdown_it import MarkdownIt
 
 from harness.base.textsafe import markdown, terminal
-from harness.judge import judge_events
 from harness.operations.classify import ClassifierConfig, classify_tools, startup_lines
-from harness.render import judgement_markdown
+from harness.report.judgement import judge_events
+from harness.report.markdown import judgement_markdown
 from harness.session import EventList, Session
 
 HOSTILE_NAMES = [

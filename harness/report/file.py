@@ -13,7 +13,7 @@ rename over an existing file (auto_da_alloc). That flush cost ~2 ms per write of
 twice per call (SPEC N1, bench/proxy_overhead.py).
 
 After an exchange the temp name holds the previous version. Its file is kept and reused for a
-later version: the report is laid out in padded slots (harness.reportslots), so bringing a file
+later version: the report is laid out in padded slots (harness.report.slots), so bringing a file
 from the version it holds to the new one means overwriting only the slots that changed since,
 a few kilobytes whatever the size of the report. A file is reused only when nobody else has it
 open, so a reader that opened the report when that version was current keeps an unchanged
@@ -44,7 +44,7 @@ from harness.base.outfile import (
     resolve,
     temp_name,
 )
-from harness.reportslots import Piece, Slots
+from harness.report.slots import Piece, Slots
 
 
 def _reason(exc: OSError) -> str:

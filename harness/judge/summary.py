@@ -242,7 +242,7 @@ class _Chunks:
 
     A rendered report is a list of keyed pieces; a chunk's piece stays the very same bytes
     object until one of its fragments changes, so the report file can tell by identity what
-    changed and write only that (harness.reportslots), and 50,000 operations are never
+    changed and write only that (harness.report.slots), and 50,000 operations are never
     serialised again.
     """
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from harness.base.textsafe import markdown
-from harness.judge import Judgement
-from harness.judge.report import FAIL_SCORE_CAP
-from harness.patches import patches_markdown
+from harness.judge.summary import FAIL_SCORE_CAP
+from harness.report.judgement import Judgement
+from harness.report.patches import patches_markdown
 
 
 def _pct(value: float | None) -> str:

@@ -1,0 +1,5 @@
+"""The report: the judgement (report, score, patches), its file and slots, Markdown, prompt patches."""
+
+from harness.report.judgement import Judgement, judge_events, judgement_of, tool_classification
+
+__all__ = ["Judgement", "judge_events", "judgement_of", "tool_classification"]
