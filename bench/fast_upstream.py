@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a plain script
 
-from harness.simulate import BOOKING_TOOLS  # noqa: E402
+from harness.benchmark.simulate import BOOKING_TOOLS  # noqa: E402
 
 # The simulated booking service's tools: a write by name (C4) and reads by prefix (C5).
 TOOLS = BOOKING_TOOLS

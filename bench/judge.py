@@ -19,11 +19,11 @@ import gc
 import platform
 import time
 
+from harness.benchmark.simulate import BOOKING_TOOLS, BookingBackend, FakeClock
 from harness.faults import PlanConfig
 from harness.judge import Judge, ReportText
 from harness.proxy.router import GC_EVERY_CALLS
 from harness.session import EventList, Session
-from harness.simulate import BOOKING_TOOLS, BookingBackend, FakeClock
 
 
 def record_session(writes: int) -> tuple[list, list[int]]:

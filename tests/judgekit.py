@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.benchmark.simulate import SimulatedSession
 from harness.report.judgement import Judgement
-from harness.simulate import SimulatedSession
 
 
 def judged(s: SimulatedSession) -> Judgement:

@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.benchmark.simulate import Sent, SimulatedSession
 from harness.faults import REPEATED
 from harness.faults import SIMULATED as SCENARIOS  # no HTTP agent, no agent that gives up
 from harness.judge import FAIL, PASS
-from harness.simulate import Sent, SimulatedSession
 
 # Scenarios in which the user asks for the same booking twice (see the module docstring).
 REPEATED_REQUEST_SCENARIOS = REPEATED  # the registry: faults that take two writes

@@ -25,12 +25,12 @@ from typing import Any
 
 from harness.base.errors import UsageError
 from harness.benchmark.agents import REFERENCE_AGENTS, Desk, ReferenceAgent, task_for
+from harness.benchmark.simulate import SimulatedSession
 from harness.faults import FAULTS
 from harness.faults import SIMULATED as SCENARIOS  # no HTTP agent, no agent that gives up
 from harness.judge import FAIL, NOT_TESTED, PASS
 from harness.judge.summary import DS_WEIGHT, FAIL_SCORE_CAP, FH_WEIGHT
 from harness.report.judgement import Judgement
-from harness.simulate import SimulatedSession
 
 MAX_RUNS = 1000
 MAX_JITTER_MS = 60_000

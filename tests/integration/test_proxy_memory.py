@@ -19,9 +19,9 @@ from mcp.shared.exceptions import MCPError
 
 import harness.proxy.router as router_module
 from harness.base.errors import ReportFileError
+from harness.benchmark.simulate import FakeClock
 from harness.proxy.audit import AUDIT_TOOLS
 from harness.report.file import ReportFile
-from harness.simulate import FakeClock
 from harness.wire.transport import MemoryPipe, mcp_streams
 from tests.integration.proxy_fixture import (
     BOOK,

@@ -6,6 +6,7 @@ from decimal import Decimal
 import pytest
 
 from harness.base.errors import EventLogError
+from harness.benchmark.simulate import SimulatedSession
 from harness.events import (
     LOG_VERSION,
     AnswerSent,
@@ -19,7 +20,6 @@ from harness.events import (
     write_jsonl,
 )
 from harness.report.judgement import judge_events
-from harness.simulate import SimulatedSession
 
 
 def recorded_session():

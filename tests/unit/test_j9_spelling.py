@@ -4,8 +4,8 @@ from decimal import Decimal
 
 import pytest
 
+from harness.benchmark.simulate import SimulatedSession
 from harness.judge.similar import similar
-from harness.simulate import SimulatedSession
 from tests.judgekit import judged
 
 ZWSP, SOFT_HYPHEN, LRM, VS16 = "\u200b", "\u00ad", "\u200e", "\ufe0f"

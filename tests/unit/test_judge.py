@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from harness.simulate import SimulatedSession
+from harness.benchmark.simulate import SimulatedSession
 from tests.judgekit import codes, finding, judged
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}

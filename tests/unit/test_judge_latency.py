@@ -4,8 +4,8 @@ The simulated backend and the fake clock make the interleaving exact: the first 
 upstream, its answer is held, and the agent's repeat comes in before or after it arrives.
 """
 
+from harness.benchmark.simulate import SimulatedSession
 from harness.events import AnswerSent, FaultApplied, SessionStarted
-from harness.simulate import SimulatedSession
 from tests.judgekit import codes, finding, judged
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}

@@ -6,10 +6,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.base import jsonutil
+from harness.benchmark.simulate import SimulatedSession
 from harness.judge import Judge
 from harness.judge.summary import ReportText, report_dict, score, verdict
 from harness.report.judgement import judge_events
-from harness.simulate import SimulatedSession
 
 OPS = [
     {"guest": "Ann", "date": "2026-12-01"},

@@ -5,9 +5,9 @@ the first one's events, as `agent-harness proxy` does when its event log already
 The backend (the ground truth) is shared, as a real upstream's state outlives a proxy.
 """
 
+from harness.benchmark.simulate import BOOKING_TOOLS, BookingBackend, SimulatedSession
 from harness.report.judgement import judge_events
 from harness.session import EventList, Session
-from harness.simulate import BOOKING_TOOLS, BookingBackend, SimulatedSession
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}
 

@@ -2,8 +2,8 @@
 
 import pytest
 
+from harness.benchmark.simulate import SimulatedSession
 from harness.report.patches import build_patches, patches_for_report, patches_markdown
-from harness.simulate import SimulatedSession
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}
 

@@ -22,9 +22,9 @@ from harness.events import AnswerSource, Event, UpstreamStatus, _Event
 from harness.faults import Fault, FaultPlan, PlanConfig
 from harness.judge import Judge, ReportText
 from harness.operations.classify import Classification, ClassifierConfig
-from harness.recorder import Recorder, Sink
 from harness.report.judgement import Judgement, judgement_of, tool_classification
 from harness.report.patches import build_patches
+from harness.session.recorder import Recorder, Sink
 from harness.wire.protocol import COMPLETE, INPUT_REQUIRED
 
 
