@@ -1,5 +1,8 @@
-"""`python -m harness ...`: the harness's own commands (proxy, judge, benchmark, demo)."""
+"""`python -m harness proxy ARGS`: the chaos proxy alone, without the runner's command line."""
 
-from harness.cli import harness_app
+import sys
 
-harness_app()()
+from harness.proxy.main import main
+
+args = sys.argv[1:]
+sys.exit(main(args[1:] if args[:1] == ["proxy"] else args))

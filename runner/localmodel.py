@@ -183,8 +183,8 @@ def _terminate_as_interrupt(signum: int, frame: object) -> None:
 def run(spec: Path, db: Path, html: Path, experiment: str | None) -> int:
     """Serve the local model, run the experiment against it, write the HTML report."""
     from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS
-    from runner.report_commands import report
-    from runner.run_command import run_experiment
+    from runner.cli.report import report
+    from runner.cli.run import run_experiment
 
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     started = time.monotonic()

@@ -2,8 +2,9 @@
 
 Configure it (`ProxyConfig` with its `PlanConfig` and `ClassifierConfig`), start it as a
 subprocess (`proxy_command`, whose flags `proxy_argv` writes and `parse` reads back) or in
-this process (`in_process_proxy`), then read its event log (`read_event_log`). The runner, and
-a Ray worker executing one run, import the harness through here.
+this process (`in_process_proxy`), then read its event log (`read_event_log`); `proxy_main`
+is the whole `agent-harness proxy` command line. The runner, and a Ray worker executing one
+run, import the harness through here.
 """
 
 from harness.events import CallReceived, FaultApplied
@@ -13,6 +14,7 @@ from harness.operations.classify import DEFAULT_KEY_FIELDS, ClassifierConfig
 from harness.operations.identity import value_key
 from harness.proxy.args import ProxyConfig, parse, proxy_argv
 from harness.proxy.hosting import InProcessProxy, in_process_proxy, proxy_command
+from harness.proxy.main import main as proxy_main
 from harness.wire.http.headers import HeaderSpec, valid_header_name
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "parse",
     "proxy_argv",
     "proxy_command",
+    "proxy_main",
     "read_event_log",
     "valid_header_name",
     "value_key",

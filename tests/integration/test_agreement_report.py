@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from runner.analysis import analyse
+from runner.cli.terminal import summary_table
 from runner.html import render_markdown, write_report
 from runner.records import FindingRow, RunRecord
 from runner.store import Store
-from runner.terminal import summary_table
 
 T0 = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
 WRONG = "FAIL DUPLICATE_EXECUTION, but no operation has more than one real row."

@@ -1,8 +1,9 @@
-"""Data flows one way (DESIGN): the runner imports the harness through its public face only.
+"""The house (DESIGN, issue 20): rooms for the harness, data flowing one way, no circles.
 
-The face is `harness.proxy` (run one proxy, read what it recorded) plus a few shared utilities.
-A runner module that reaches into harness internals (router, session, judge, transport ...)
-would break when the harness changes them, and a Ray worker would drag them along.
+The harness is a stack of rooms; a module may import its own room or a room below it, never
+one above or beside it. The runner imports the harness only through its faces. The import
+graph of the harness has no circle, lazy imports inside functions included (only imports
+under `if TYPE_CHECKING:` are left out: they never run).
 """
 
 from __future__ import annotations
@@ -11,11 +12,32 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# The modules of the harness that the runner may import.
+
+# Rooms of the harness, bottom up. A room may import rooms of a lower rank; rooms of one rank
+# are independent of each other.
+RANKS = {
+    "harness": 0,  # the package itself: __version__, CERTIFICATION
+    "harness.base": 0,  # files and text: reader, writer, JSON, escaping, errors
+    "harness.wire": 1,  # stdio/HTTP transports, line framing, process groups, protocol facts
+    "harness.operations": 1,  # classification, key fields, defaults, identity, names
+    "harness.faults": 1,  # the fault registry
+    "harness.events": 2,  # the event log
+    "harness.judge": 3,  # pure: events -> report, score
+    "harness.report": 4,  # the judgement, patches, Markdown, the report file
+    "harness.session": 5,  # the judged session and its recorder
+    "harness.proxy": 6,  # the router and its entry points
+    "harness.benchmark": 7,  # the self-test and its simulated backend
+    "harness.demo": 8,  # the demo server
+    "harness.__main__": 9,  # `python -m harness proxy ...`
+}
+
+# The faces of the harness that the runner may import.
 PUBLIC = {
     "harness",  # __version__, CERTIFICATION
     "harness.proxy",  # configure, start (subprocess or in process), read the event log
-    "harness.cli",  # the typer app the runner's commands are added to
+    "harness.report",  # judge a recorded event log again (`agent-harness judge`)
+    "harness.benchmark",  # `agent-harness benchmark`
+    "harness.demo",  # `agent-harness demo`
     "harness.base",  # files and text (below)
     "harness.base.errors",  # the one exception tree
     "harness.base.jsonutil",  # exact JSON (big integers, decimals), shared by report and store
@@ -25,13 +47,45 @@ PUBLIC = {
 }
 
 
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run: at module level or inside functions, not under
+    `if TYPE_CHECKING:`."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def walk(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for other in child.orelse:
+                    walk(other)
+                continue
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                found.append(child)
+            walk(child)
+
+    walk(tree)
+    return found
+
+
 def imported_modules(path: Path) -> set[str]:
-    """Every module a file imports, `from harness import jsonutil` as harness.base.jsonutil."""
+    """Every module a file imports at run time, `from harness.base import jsonutil` as
+    harness.base.jsonutil."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        elif node.module and node.level == 0:
             found.add(node.module)
             for alias in node.names:
                 sub = f"{node.module}.{alias.name}"
@@ -46,6 +100,97 @@ def _python_files(package: str) -> list[Path]:
     return sorted((ROOT / package).rglob("*.py"))
 
 
+def room_of(module: str) -> str:
+    """The room a harness module lives in: the longest RANKS prefix that names it."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:n])
+        if prefix in RANKS:
+            return prefix
+    raise AssertionError(f"{module} lives in no room; add its room to RANKS")
+
+
+def _harness_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in _python_files("harness"):
+        name = _module_name(path)
+        graph[name] = {m for m in imported_modules(path) if m.split(".")[0] == "harness"}
+    return graph
+
+
+def test_every_harness_module_lives_in_a_room_and_imports_only_downwards() -> None:  # DESIGN
+    wrong = []
+    for module, imports in _harness_graph().items():
+        room = room_of(module)
+        for target in imports:
+            other = room_of(target)
+            if other == room or RANKS[other] < RANKS[room]:
+                continue
+            wrong.append(f"{module} ({room}) -> {target} ({other})")
+    assert not wrong, "imports that run up or sideways:\n" + "\n".join(sorted(wrong))
+
+
+def test_the_harness_import_graph_has_no_circle() -> None:  # DESIGN
+    graph = _harness_graph()
+    modules = set(graph)
+    # A package's import of its own submodule is how a face works, not a circle: the edge
+    # from a submodule up to its package (`from harness.report import x` inside
+    # harness/report/patches.py) is the one that would close a circle.
+    edges = {m: {t for t in ts if t in modules and t != m} for m, ts in graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    counter = [0]
+
+    def strongconnect(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            strongconnect(v)
+    assert not circles, f"import circles: {circles}"
+
+
+def test_each_room_says_in_its_face_what_it_holds() -> None:  # DESIGN
+    for room in RANKS:
+        folder = ROOT / room.replace(".", "/")
+        if not folder.is_dir():
+            continue
+        doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8")))
+        assert doc, f"{room}/__init__.py has no docstring"
+        assert doc.splitlines()[0].strip(), room
+
+
+def test_the_harness_has_few_loose_modules() -> None:  # DESIGN: each module in its room
+    loose = sorted(
+        p.name
+        for p in (ROOT / "harness").glob("*.py")
+        if p.name not in ("__init__.py", "__main__.py")
+    )
+    assert loose == ["events.py", "faults.py"], loose
+
+
 def test_runner_imports_the_harness_only_through_its_public_face() -> None:  # DESIGN
     wrong = {
         f"{path.relative_to(ROOT)}: {module}"
@@ -54,8 +199,8 @@ def test_runner_imports_the_harness_only_through_its_public_face() -> None:  # D
         if module.split(".")[0] == "harness" and module not in PUBLIC
     }
     assert not wrong, (
-        "the runner imports harness internals; export what it needs from harness.proxy "
-        f"(its __all__) instead: {sorted(wrong)}"
+        "the runner imports harness internals; export what it needs from a face "
+        f"(harness.proxy's __all__) instead: {sorted(wrong)}"
     )
 
 
@@ -71,6 +216,8 @@ def test_harness_never_imports_the_runner() -> None:  # DESIGN: data flows one w
 
 def test_the_public_face_names_what_it_exports() -> None:  # DESIGN
     import harness.proxy
+    import harness.report
 
-    for name in harness.proxy.__all__:
-        assert getattr(harness.proxy, name) is not None, name
+    for face in (harness.proxy, harness.report):
+        for name in face.__all__:
+            assert getattr(face, name) is not None, name

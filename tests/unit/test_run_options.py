@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.run_command import run_experiment
+from runner.cli.run import run_experiment
 
 SPEC = """\
 name: opts

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.report_commands import default_report_path
+from runner.cli.report import default_report_path
 from runner.spec import SpecError, load_spec, name_problem
 
 BIN = Path(sys.executable).parent / "agent-harness"

@@ -1,64 +1,65 @@
-"""`agent-harness report` and `agent-harness sweep` (R7, R8).
-
-Every file they write goes through the one writer (V1, harness.base.outfile); the experiment name
-that makes a default file name must be a plain name (V2). Exit codes as in run_command (V5).
-"""
+"""`agent-harness sweep SPEC --baseline ...`: a regression sweep with JUnit XML for CI (R8)."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from harness.base.errors import HarnessError
 from harness.base.outfile import STDOUT, resolve, write_file
 from harness.base.textsafe import terminal
-from runner.run_command import (
-    EXIT_ERROR,
-    EXIT_OK,
-    EXIT_REGRESSION,
-    EXIT_RUNS_FAILED,
-    execute,
-)
-from runner.run_command import print_error as _error  # one line per problem
+from runner.cli.app import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, EXIT_RUNS_FAILED
+from runner.cli.app import print_error as _error  # one line per problem
+from runner.cli.report import default_report_path, report
+from runner.cli.run import ADDRESS_HELP, CPUS_HELP, EXECUTOR_HELP, execute
 
 
-def default_report_path(name: str, fmt: str) -> Path:
-    """reports/NAME.html (or .md); V2: NAME must be a plain name, never a path."""
-    from runner.spec import name_problem
+def sweep_command(
+    spec: Annotated[
+        Path, typer.Argument(help="The experiment spec, e.g. experiments/nightly.yaml.")
+    ],
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline", help="A run store (DuckDB) or an exported JSON summary to compare with."
+        ),
+    ] = None,
+    db: Annotated[Path, typer.Option("--db", help="Where this sweep's runs are stored.")] = Path(
+        "reports/runs.duckdb"
+    ),
+    junit: Annotated[
+        Path | None, typer.Option("--junit", help="Write JUnit XML here (one test per cell group).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("-o", "--out", help="HTML report (default reports/NAME.html).")
+    ] = None,
+    export_baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--export-baseline", help="Also write this sweep's summary as a JSON baseline."
+        ),
+    ] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, max=256)] = None,
+    executor: Annotated[str, typer.Option("--executor", help=EXECUTOR_HELP)] = "local",
+    address: Annotated[str | None, typer.Option("--address", help=ADDRESS_HELP)] = None,
+    cpus_per_run: Annotated[
+        float, typer.Option("--cpus-per-run", min=0.01, max=64, help=CPUS_HELP)
+    ] = 1.0,
+) -> None:
+    """Regression sweep: run (resumably), compare duplicate rates with a baseline.
 
-    problem = name_problem(name)
-    if problem:
-        raise HarnessError(f"experiment {name!r} cannot name a report file: {problem}")
-    return Path("reports") / f"{name}.{'html' if fmt == 'html' else 'md'}"
-
-
-def report(
-    db: Path, out: Path | None, fmt: str, experiment: str | None, max_detail_runs: int
-) -> int:
-    """Write the HTML (or Markdown) report of a run store; print where it went."""
-    from runner.html.report import write_report
-    from runner.spec import name_problem
-
-    if fmt not in ("html", "md"):
-        return _error("report", f"--format must be html or md, got {fmt!r}")
-    if experiment is not None and (problem := name_problem(experiment)):
-        return _error("report", f"--experiment {experiment!r}: {problem}")
-    if not db.exists():
-        return _error(
-            "report",
-            f"{db}: no run store here (run an experiment first: agent-harness run SPEC --db {db})",
+    Exit codes: 0 every run ran and no group regressed; 1 bad input; 2 a group's duplicate rate rose above its baseline interval; 3 a run failed to run or was not run (no claim of "no regression" then; JUnit shows those groups as errors); 130 interrupted.
+    """
+    raise typer.Exit(
+        sweep(
+            spec, baseline, db, junit, out, export_baseline, concurrency,
+            executor=executor, address=address, cpus_per_run=cpus_per_run,
         )
-    try:
-        target = out if out is not None else default_report_path(experiment or db.stem, fmt)
-        path = write_report(
-            db, target, fmt=fmt, experiment=experiment, max_detail_runs=max_detail_runs
-        )
-    except HarnessError as exc:
-        return _error("report", str(exc))
-    if path is not None:  # not when it went to stdout: that is the report's alone
-        print(f"Report written to {target}")
-    return EXIT_OK
+    )  # fmt: skip
 
 
 def _check_outputs(**paths: Path | None) -> str | None:
@@ -150,20 +151,3 @@ def sweep(
         return EXIT_RUNS_FAILED
     print("No regression against the baseline.")
     return EXIT_OK
-
-
-def merge(stores: list[Path], out: Path) -> int:
-    """Merge run stores into `out`; print what each input added (G2)."""
-    from runner.store import StoreError
-    from runner.store.merge import merge_stores
-
-    try:
-        result = merge_stores(stores, out)
-    except StoreError as exc:
-        return _error("merge", str(exc))
-    for path in stores:
-        added, skipped = result.added[str(path)], result.skipped[str(path)]
-        print(terminal(f"{path}: {added} runs added, {skipped} already there", lines=True))
-    names = ", ".join(result.experiments) or "none"
-    print(terminal(f"{out}: {result.runs} runs in all (experiments: {names})", lines=True))
-    return 0

@@ -1,6 +1,6 @@
-"""`agent-harness run`: load the spec, expand the matrix, run what is missing, summarise.
+"""`agent-harness run SPEC`: load the spec, expand the matrix, run what is missing, summarise.
 
-Exit codes (V5; the same in `--help` and README): 0 every selected run ran (whatever its
+Exit codes (V5; the same in `--help` and docs): 0 every selected run ran (whatever its
 verdict), 1 bad input (flags, spec, files, a selection that matches no run), 3 a selected run
 failed to run or was not run (blocked `auto` arm, budget used up; every finished run is
 stored), 130 interrupted. `sweep` adds 2: a regression against the baseline.
@@ -9,41 +9,100 @@ stored), 130 interrupted. `sweep` adds 2: a regression against the baseline.
 from __future__ import annotations
 
 import asyncio
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
 
 from harness.base.errors import HarnessError
 from harness.base.textsafe import terminal
+from runner.cli.app import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNS_FAILED, print_error, say
 
 if TYPE_CHECKING:
     from runner.matrix import RunCell
     from runner.spec import ExperimentSpec
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_REGRESSION = 2
-EXIT_RUNS_FAILED = 3
-EXIT_INTERRUPTED = 130
 SHOWN_ERRORS = 5
+EXECUTOR_HELP = "local (this process) or ray (Ray tasks on any node of a cluster; pip install 'agent-harness\\[ray]')."
+ADDRESS_HELP = "With --executor ray: HOST:PORT of a cluster's head, ray://HOST:PORT (Ray Client) or auto (a cluster `ray start` began on this machine). Default: RAY_ADDRESS, else such a cluster, else Ray started here for this sweep."
+SHARD_HELP = "Run only part I of N of the matrix (e.g. 2/4): disjoint, stable parts for a CI matrix; join the stores with `agent-harness merge`."
+CPUS_HELP = "With --executor ray: CPUs a run reserves on its node (below 1 puts several runs on one CPU, for runs that mostly wait on a model)."
 
 
-def print_error(command: str, message: str) -> int:
-    """One error line per problem (a spec can have several, one per FILE:LINE), each escaped
-    on its own so no foreign text can drive the terminal (V4, V6); returns EXIT_ERROR."""
-    for line in message.splitlines() or [""]:
-        print(f"agent-harness {command}: error: {terminal(line)}", file=sys.stderr)
-    return EXIT_ERROR
+def run_command(
+    spec: Annotated[
+        Path, typer.Argument(help="The experiment spec (YAML), e.g. experiments/example.yaml.")
+    ],
+    db: Annotated[Path, typer.Option("--db", help="The DuckDB file runs are stored in.")] = Path(
+        "reports/runs.duckdb"
+    ),
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency", min=1, max=256, help="Runs at the same time (default: the spec's)."
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume/--no-resume", help="Skip runs already stored (default) or run all again."
+        ),
+    ] = True,
+    retry_errors: Annotated[
+        bool,
+        typer.Option("--retry-errors", help="Also run again the runs stored with status=error."),
+    ] = False,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only",
+            help="Run a slice: KEY=GLOB with KEY one of model, prompt, patch, upstream, scenario, conversation; repeatable (all must match).",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the matrix and its size; run nothing.")
+    ] = False,
+    in_process: Annotated[
+        str | None,
+        typer.Option(
+            "--in-process",
+            help="auto (built-in upstreams in this process), always, or never (real proxy subprocesses).",
+        ),
+    ] = None,
+    executor: Annotated[str, typer.Option("--executor", help=EXECUTOR_HELP)] = "local",
+    address: Annotated[str | None, typer.Option("--address", help=ADDRESS_HELP)] = None,
+    shard: Annotated[str | None, typer.Option("--shard", metavar="I/N", help=SHARD_HELP)] = None,
+    cpus_per_run: Annotated[
+        float, typer.Option("--cpus-per-run", min=0.01, max=64, help=CPUS_HELP)
+    ] = 1.0,
+) -> None:
+    """Run an experiment: every cell of the matrix, each run judged by the proxy, stored in DuckDB.
+
+    Each verdict is set against the built-in upstream's real rows; the closing summary counts the verdicts they contradict and lists those runs (a harness error, never the agent's).
+
+    Exit codes: 0 every selected run ran (whatever its verdict or agreement); 1 bad input (flags, spec, files, an --only that selects no run); 3 a run failed to run or was not run (every finished run is stored); 130 interrupted.
+    """
+    raise typer.Exit(
+        run_experiment(
+            spec,
+            db=db,
+            concurrency=concurrency,
+            resume=resume,
+            retry_errors=retry_errors,
+            only=only or [],
+            dry_run=dry_run,
+            in_process=in_process,
+            executor=executor,
+            address=address,
+            shard=shard,
+            cpus_per_run=cpus_per_run,
+        )
+    )
 
 
 def _error(message: str, command: str = "run") -> int:
     return print_error(command, message)
-
-
-def say(line: str) -> None:
-    """A line for the user on stderr; names and errors in it cannot drive the terminal (V6)."""
-    print(terminal(line, lines=True), file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -184,8 +243,8 @@ def _sweep(
     part: str = "",
     engine: Any = None,
 ) -> Executed | int:
+    from runner.cli.terminal import ProgressLine, summary_table
     from runner.execute import run_sweep
-    from runner.terminal import ProgressLine, summary_table
 
     say(
         f"Experiment {spec.name}: {len(cells)} runs in the matrix"

@@ -1,0 +1,34 @@
+"""`agent-harness`: the one command line for the harness and the runner, one module per command.
+
+The harness's commands (proxy, judge, benchmark, demo) and the runner's (run, report, sweep,
+merge, runs-needed) live here side by side; each module imports what its command needs only
+when the command runs, so `agent-harness proxy` starts without the runner's dependencies.
+"""
+
+from __future__ import annotations
+
+from runner.cli import benchmark, demo, judge, merge, proxy, report, run, runs_needed, sweep
+from runner.cli.app import make_app
+
+app = make_app(
+    help=(
+        "Measure whether LLM agents execute a write twice when an MCP tool call fails: a chaos "
+        "proxy for MCP servers, a self-test, a demo server, and a batch experiment runner."
+    )
+)
+app.command("proxy", context_settings=proxy.PROXY_CONTEXT, add_help_option=False)(
+    proxy.proxy_command
+)
+app.command("judge")(judge.judge_command)
+app.command("benchmark")(benchmark.benchmark_command)
+app.command("demo")(demo.demo_command)
+app.command("run")(run.run_command)
+app.command("report")(report.report_command)
+app.command("runs-needed")(runs_needed.runs_needed_command)
+app.command("sweep")(sweep.sweep_command)
+app.command("merge")(merge.merge_command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,20 @@
+"""`agent-harness proxy ...`: the chaos proxy; its flags are parsed by the proxy itself.
+
+The parser lives with the proxy (`harness.proxy.args`), beside `ProxyConfig` and `proxy_argv`
+(its inverse, which starts proxies as subprocesses), so the harness runs alone too:
+`python -m harness proxy ...` reads the same flags.
+"""
+
+from __future__ import annotations
+
+import typer
+
+# Typer hands every argument to the proxy's own parser (its --help included).
+PROXY_CONTEXT = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+
+
+def proxy_command(ctx: typer.Context) -> None:
+    """Run the chaos proxy in front of an upstream MCP server (see `agent-harness proxy --help`)."""
+    from harness.proxy import proxy_main
+
+    raise typer.Exit(proxy_main(list(ctx.args)))
