@@ -29,11 +29,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from harness import __version__
 from harness.base import jsonutil
 from harness.base.errors import ReportReadError
 from harness.base.infile import MB, read_text
 from harness.base.textsafe import terminal
 from harness.faults import PARAMS
+from harness.report.judgement import Judgement
 
 # V4: a report of 50,000 operations, padded for in-place rewrites, is tens of megabytes.
 MAX_REPORT_BYTES = 256 * MB
@@ -251,6 +253,20 @@ class ReportModel(ReportPart):
     patches: list[Patch] = []
     tool_classification: list[ToolEntry] = []
     harness_version: str | None = None
+
+    @classmethod
+    def of_judgement(cls, judgement: Judgement) -> ReportModel:
+        """A judgement as `agent-harness judge` prints it: the report file's fields but its
+        status and certification (those belong to a proxy's session)."""
+        report = Report.model_validate(judgement.report)
+        return cls(
+            verdict=report.verdict,
+            report=report,
+            score=Score.model_validate(judgement.score),
+            patches=judgement.patches,
+            tool_classification=judgement.tool_classification,
+            harness_version=__version__,
+        )
 
 
 PARTS: tuple[type[ReportPart], ...] = (

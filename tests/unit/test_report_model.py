@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import __version__
 from harness.base import jsonutil
 from harness.base.errors import HarnessError, ReportReadError
 from harness.benchmark.agents import CAREFUL, NAIVE, Desk, task_for
@@ -140,6 +141,22 @@ def test_o2_the_sessions_cover_every_finding_code_the_judge_writes(tmp_path):
         "EXECUTION_UNKNOWN", "UPSTREAM_REJECTED", "POSSIBLE_DUPLICATE_DIFFERENT_ARGUMENTS",
         "UNCLASSIFIED_REPEAT", "OTHER_WRITE_AFTER_UNCERTAIN_ATTEMPT",
     }, seen  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SESSIONS)
+def test_o1_the_judge_command_prints_a_judgement_through_the_model_unchanged(name):
+    # `agent-harness judge` prints ReportModel.of_judgement(): the very text it printed when
+    # it put the judgement's parts together by hand.
+    s = SESSIONS[name]()
+    s.end()
+    j = s.session.judgement()
+    by_hand = {
+        "verdict": j.report["verdict"], "report": j.report, "score": j.score,
+        "patches": j.patches, "toolClassification": j.tool_classification,
+        "harnessVersion": __version__,
+    }  # fmt: skip
+    printed = jsonutil.dumps(ReportModel.of_judgement(j).as_json_data())
+    assert printed == jsonutil.dumps(by_hand)
 
 
 def test_o1_the_example_report_reads_with_snake_case_names():
