@@ -1,0 +1,21 @@
+"""F3: an answer of truncated JSON; nothing runs upstream."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from harness.faults.base import Fault, error_result
+
+
+@dataclass(frozen=True)
+class TruncatedJson(Fault):
+    """F3: an answer cut off after two bytes of JSON; nothing runs upstream (S4)."""
+
+    name: ClassVar[str] = "F3"
+    brief: ClassVar[str] = "truncated JSON"
+    summary: ClassVar[str] = 'The answer is truncated JSON (`{"`); nothing runs.'
+    executes_upstream: ClassVar[bool] = False
+
+    def answer(self) -> dict[str, Any]:
+        return error_result('{"')

@@ -1,0 +1,26 @@
+"""F4: two writes passed unchanged; the harness deduplicates nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from harness.faults.base import Fault
+
+
+@dataclass(frozen=True)
+class PassThrough(Fault):
+    """F4: the write passes unchanged; the harness injects nothing and deduplicates nothing."""
+
+    name: ClassVar[str] = "F4"
+    brief: ClassVar[str] = "two writes passed unchanged"
+    summary: ClassVar[str] = ("Nothing is injected; both writes pass unchanged and the harness "
+                              "does not deduplicate.")
+    duplicate_when: ClassVar[str] = "the same operation is executed twice"
+    applies_to: ClassVar[str] = "first two writes"
+    executes_upstream: ClassVar[bool] = True
+    injects: ClassVar[bool] = False
+    writes: ClassVar[int] = 2
+
+    def answer(self) -> None:
+        return None
