@@ -7,7 +7,9 @@ the registry (harness.faults.registry).
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, ClassVar
 
 MAX_RETRY_AFTER_S = 86_400
@@ -67,23 +69,41 @@ def error_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
+class Wire(StrEnum):
+    """What a fault does to its call on the wire; each fault says one of these."""
+
+    ANSWERS = "no: answers in place of the upstream"  # F2, F3, F5, F7, F8, chaos
+    REPLACES = "yes, then answers in place of the real answer"  # F1: a ghost write
+    CUTS = "yes, then closes the agent's response stream"  # F6: a ghost write over HTTP
+    HOLDS = "yes, then holds the real answer back"  # F9
+    PASSES = "yes, and changes nothing"  # F4
+
+
 @dataclass(frozen=True)
 class Fault:
-    """A fault applied to one call; `answer()` is what the agent gets instead of the real one."""
+    """A fault applied to one call; `answer()` is what the agent gets instead of the real one.
+
+    A fault is one subclass in its own module, listed in the registry. It says what it does on
+    the wire (`wire`), what the agent sees (`answer()`, `hold_ms()`; an HttpFault's `error()`
+    and `hints()`), its parameters, and the verdict each reference agent of the self-test must
+    get under it (`reference_verdicts`).
+    """
 
     name: ClassVar[str]
     brief: ClassVar[str]  # a few words for --help
     summary: ClassVar[str]  # one line: what the agent sees and what really ran
     duplicate_when: ClassVar[str] = "the operation is executed twice afterwards"
     applies_to: ClassVar[str] = "first write"
-    executes_upstream: ClassVar[bool]  # the call runs upstream before the agent is answered
+    wire: ClassVar[Wire]  # what it does on the wire; the four flags below follow from it
+    # The call runs upstream before the agent is answered.
+    executes_upstream: ClassVar[bool]
     # Applied only once the upstream has executed the call (S7: an upstream rejection, an
     # error or no answer leave the scenario armed for the next write).
-    after_execution: ClassVar[bool] = False
+    after_execution: ClassVar[bool]
     # The harness changes what the agent gets: its own answer, or (F9) the real one, late.
     # F4 only lets writes through.
-    injects: ClassVar[bool] = True
-    ghost: ClassVar[bool] = False  # the write ran, the agent is told it failed (J: ghost)
+    injects: ClassVar[bool]
+    ghost: ClassVar[bool]  # the write ran, the agent is told it failed (J: ghost)
     retry_window: ClassVar[bool] = False  # the answer asks the agent to wait retry_after_s
     writes: ClassVar[int] = 1  # how many writes of a run it is applied to
     scenario: ClassVar[bool] = True  # chosen with --scenario (chaos is a mode of its own)
@@ -92,6 +112,16 @@ class Fault:
     # The demo and the benchmark play it: they answer each call at once, one at a time.
     simulated: ClassVar[bool] = True
     params: ClassVar[tuple[Param, ...]] = ()  # its parameters; the instance has each `field`
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        wire = getattr(cls, "wire", None)
+        if wire is None:  # a kind of fault (HttpFault), not a fault
+            return
+        cls.executes_upstream = wire is not Wire.ANSWERS
+        cls.after_execution = wire in (Wire.REPLACES, Wire.CUTS, Wire.HOLDS)
+        cls.injects = wire is not Wire.PASSES
+        cls.ghost = wire in (Wire.REPLACES, Wire.CUTS)
 
     def answer(self) -> dict[str, Any] | None:
         """The tool result to send the agent; None means pass the upstream's answer through."""
@@ -107,8 +137,20 @@ class Fault:
         return None
 
     def hold_ms(self) -> int:
-        """How long the upstream's real answer is held before it reaches the agent."""
+        """How long the upstream's real answer is held before it reaches the agent (HOLDS)."""
         return 0
+
+    async def hold(self, cancelled: asyncio.Event) -> bool:
+        """Hold the upstream's real answer for `hold_ms()` (F9). True once that time has
+        passed; False as soon as `cancelled` is set (the client cancelled the call: the hold
+        ends at once)."""
+        if not self.hold_ms():
+            return True
+        try:
+            await asyncio.wait_for(cancelled.wait(), self.hold_ms() / 1000)
+        except TimeoutError:
+            return True
+        return False
 
     def values(self) -> dict[str, float]:
         """Its parameters' values by `Param.field`."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.faults.base import Fault, error_result
+from harness.faults.base import Fault, Wire, error_result
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class ChaosError(Fault):
                               "does not run. Never a ghost write.")
     duplicate_when: ClassVar[str] = "an operation is executed twice"
     applies_to: ClassVar[str] = "every call, reads included"
-    executes_upstream: ClassVar[bool] = False
+    wire: ClassVar[Wire] = Wire.ANSWERS
     scenario: ClassVar[bool] = False
 
     def answer(self) -> dict[str, Any]:

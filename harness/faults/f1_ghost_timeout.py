@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.faults.base import Fault, error_result
+from harness.faults.base import Fault, Wire, error_result
 
 
 @dataclass(frozen=True)
@@ -16,9 +16,7 @@ class GhostTimeout(Fault):
     brief: ClassVar[str] = "timeout after the write ran (ghost write)"
     summary: ClassVar[str] = "The write runs upstream, the answer is a timeout (a ghost write)."
     duplicate_when: ClassVar[str] = "the same operation is executed again"
-    executes_upstream: ClassVar[bool] = True
-    after_execution: ClassVar[bool] = True
-    ghost: ClassVar[bool] = True
+    wire: ClassVar[Wire] = Wire.REPLACES
 
     def answer(self) -> dict[str, Any]:
         # No duration: the answer comes at once, or after --fault-delay (S11), never after

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.faults.base import RETRY_AFTER, Fault, Param, error_result
+from harness.faults.base import RETRY_AFTER, Fault, Param, Wire, error_result
 
 
 @dataclass(frozen=True)
@@ -17,7 +17,7 @@ class RateLimited(Fault):
     brief: ClassVar[str] = "429 with retry_after"
     summary: ClassVar[str] = "HTTP 429 with retry_after; nothing runs."
     duplicate_when: ClassVar[str] = "the same operation is sent again before retry_after has passed"
-    executes_upstream: ClassVar[bool] = False
+    wire: ClassVar[Wire] = Wire.ANSWERS
     retry_window: ClassVar[bool] = True
     params: ClassVar[tuple[Param, ...]] = (RETRY_AFTER,)
     retry_after_s: float = RETRY_AFTER.default

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.faults.base import Fault, error_result
+from harness.faults.base import Fault, Wire, error_result
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,7 @@ class TruncatedJson(Fault):
     name: ClassVar[str] = "F3"
     brief: ClassVar[str] = "truncated JSON"
     summary: ClassVar[str] = 'The answer is truncated JSON (`{"`); nothing runs.'
-    executes_upstream: ClassVar[bool] = False
+    wire: ClassVar[Wire] = Wire.ANSWERS
 
     def answer(self) -> dict[str, Any]:
         return error_result('{"')

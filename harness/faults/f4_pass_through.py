@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from harness.faults.base import Fault
+from harness.faults.base import Fault, Wire
 
 
 @dataclass(frozen=True)
@@ -18,8 +18,7 @@ class PassThrough(Fault):
                               "does not deduplicate.")
     duplicate_when: ClassVar[str] = "the same operation is executed twice"
     applies_to: ClassVar[str] = "first two writes"
-    executes_upstream: ClassVar[bool] = True
-    injects: ClassVar[bool] = False
+    wire: ClassVar[Wire] = Wire.PASSES
     writes: ClassVar[int] = 2
 
     def answer(self) -> None:

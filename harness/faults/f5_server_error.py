@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.faults.base import Fault, error_result
+from harness.faults.base import Fault, Wire, error_result
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,7 @@ class ServerError(Fault):
     name: ClassVar[str] = "F5"
     brief: ClassVar[str] = "500"
     summary: ClassVar[str] = "HTTP 500; nothing runs; the next attempt goes through."
-    executes_upstream: ClassVar[bool] = False
+    wire: ClassVar[Wire] = Wire.ANSWERS
 
     def answer(self) -> dict[str, Any]:
         return error_result(

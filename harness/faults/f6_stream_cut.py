@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.faults.base import HttpFault, error_result
+from harness.faults.base import HttpFault, Wire, error_result
 
 
 @dataclass(frozen=True)
@@ -18,9 +18,7 @@ class StreamCut(HttpFault):
     summary: ClassVar[str] = ("The write runs upstream, then the agent's response stream "
                               "closes without the answer (the client re-issues it).")
     duplicate_when: ClassVar[str] = "the re-issued request is executed again"
-    executes_upstream: ClassVar[bool] = True
-    after_execution: ClassVar[bool] = True
-    ghost: ClassVar[bool] = True
+    wire: ClassVar[Wire] = Wire.CUTS
 
     def answer(self) -> dict[str, Any]:
         return error_result("Error: the response stream closed before the answer came.")

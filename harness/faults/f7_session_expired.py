@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.faults.base import HttpFault, error_result
+from harness.faults.base import HttpFault, Wire, error_result
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class SessionExpired(HttpFault):
                             "session: not 2026-07-28)")
     summary: ClassVar[str] = ("HTTP 404 for the session id: the session expired, nothing runs; "
                               "the agent must start a new session.")
-    executes_upstream: ClassVar[bool] = False
+    wire: ClassVar[Wire] = Wire.ANSWERS
     needs_session: ClassVar[bool] = True  # a 2026-07-28 agent has no session to lose
     status: ClassVar[int] = 404
 

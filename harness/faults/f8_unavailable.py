@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.faults.base import RETRY_AFTER, HttpFault, Param, error_result
+from harness.faults.base import RETRY_AFTER, HttpFault, Param, Wire, error_result
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class Unavailable(HttpFault):
     brief: ClassVar[str] = "503 with a Retry-After header (HTTP agent)"
     summary: ClassVar[str] = "HTTP 503 with a Retry-After header; nothing runs."
     duplicate_when: ClassVar[str] = "the same operation is sent again before Retry-After has passed"
-    executes_upstream: ClassVar[bool] = False
+    wire: ClassVar[Wire] = Wire.ANSWERS
     retry_window: ClassVar[bool] = True
     status: ClassVar[int] = 503
     params: ClassVar[tuple[Param, ...]] = (RETRY_AFTER,)

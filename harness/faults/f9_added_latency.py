@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from harness.faults.base import MAX_LATENCY_MS, Fault, Param
+from harness.faults.base import MAX_LATENCY_MS, Fault, Param, Wire
 
 LATENCY = Param(
     field="latency_ms", key="latency_ms", flag="--latency", metavar="MS", kind=int,
@@ -39,8 +39,7 @@ class AddedLatency(Fault):
                               "after latency_ms.")
     duplicate_when: ClassVar[str] = ("the operation is re-issued before the held answer arrived "
                                      "and executed again")
-    executes_upstream: ClassVar[bool] = True
-    after_execution: ClassVar[bool] = True
+    wire: ClassVar[Wire] = Wire.HOLDS
     simulated: ClassVar[bool] = False
     params: ClassVar[tuple[Param, ...]] = (LATENCY,)
     latency_ms: int = LATENCY.default
