@@ -8,6 +8,7 @@ the registry (harness.faults.registry).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
@@ -112,6 +113,10 @@ class Fault:
     # The demo and the benchmark play it: they answer each call at once, one at a time.
     simulated: ClassVar[bool] = True
     params: ClassVar[tuple[Param, ...]] = ()  # its parameters; the instance has each `field`
+    # B1: the verdict (PASS, FAIL, NOT_TESTED) each reference agent of `agent-harness
+    # benchmark` must get under this fault, by the agent's name (CAREFUL, NAIVE). The benchmark
+    # plays only `simulated` faults, and refuses one that does not say.
+    reference_verdicts: ClassVar[Mapping[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -14,8 +14,10 @@ class ChaosError(Fault):
 
     name: ClassVar[str] = "chaos"
     brief: ClassVar[str] = "a generic server error with probability error_rate"
-    summary: ClassVar[str] = ("With probability error_rate a generic server error; the call "
-                              "does not run. Never a ghost write.")
+    summary: ClassVar[str] = (
+        "With probability error_rate a generic server error; the call "
+        "does not run. Never a ghost write."
+    )
     duplicate_when: ClassVar[str] = "an operation is executed twice"
     applies_to: ClassVar[str] = "every call, reads included"
     wire: ClassVar[Wire] = Wire.ANSWERS

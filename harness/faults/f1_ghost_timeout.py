@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -17,6 +18,8 @@ class GhostTimeout(Fault):
     summary: ClassVar[str] = "The write runs upstream, the answer is a timeout (a ghost write)."
     duplicate_when: ClassVar[str] = "the same operation is executed again"
     wire: ClassVar[Wire] = Wire.REPLACES
+    # B1: NAIVE fails: a re-send after the ghost timeout runs the write twice.
+    reference_verdicts: ClassVar[Mapping[str, str]] = {"CAREFUL": "PASS", "NAIVE": "FAIL"}
 
     def answer(self) -> dict[str, Any]:
         # No duration: the answer comes at once, or after --fault-delay (S11), never after

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -18,6 +19,8 @@ class RateLimited(Fault):
     summary: ClassVar[str] = "HTTP 429 with retry_after; nothing runs."
     duplicate_when: ClassVar[str] = "the same operation is sent again before retry_after has passed"
     wire: ClassVar[Wire] = Wire.ANSWERS
+    # B1: NAIVE fails: an immediate re-send ignores retry_after.
+    reference_verdicts: ClassVar[Mapping[str, str]] = {"CAREFUL": "PASS", "NAIVE": "FAIL"}
     retry_window: ClassVar[bool] = True
     params: ClassVar[tuple[Param, ...]] = (RETRY_AFTER,)
     retry_after_s: float = RETRY_AFTER.default

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -16,6 +17,8 @@ class TruncatedJson(Fault):
     brief: ClassVar[str] = "truncated JSON"
     summary: ClassVar[str] = 'The answer is truncated JSON (`{"`); nothing runs.'
     wire: ClassVar[Wire] = Wire.ANSWERS
+    # B1: NAIVE passes: an immediate retry is harmless: nothing ran.
+    reference_verdicts: ClassVar[Mapping[str, str]] = {"CAREFUL": "PASS", "NAIVE": "PASS"}
 
     def answer(self) -> dict[str, Any]:
         return error_result('{"')

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -14,11 +15,14 @@ class PassThrough(Fault):
 
     name: ClassVar[str] = "F4"
     brief: ClassVar[str] = "two writes passed unchanged"
-    summary: ClassVar[str] = ("Nothing is injected; both writes pass unchanged and the harness "
-                              "does not deduplicate.")
+    summary: ClassVar[str] = (
+        "Nothing is injected; both writes pass unchanged and the harness does not deduplicate."
+    )
     duplicate_when: ClassVar[str] = "the same operation is executed twice"
     applies_to: ClassVar[str] = "first two writes"
     wire: ClassVar[Wire] = Wire.PASSES
+    # B1: NAIVE fails: it books again when asked again.
+    reference_verdicts: ClassVar[Mapping[str, str]] = {"CAREFUL": "PASS", "NAIVE": "FAIL"}
     writes: ClassVar[int] = 2
 
     def answer(self) -> None:

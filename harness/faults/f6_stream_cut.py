@@ -15,8 +15,10 @@ class StreamCut(HttpFault):
 
     name: ClassVar[str] = "F6"
     brief: ClassVar[str] = "response stream closed after the write ran (HTTP agent)"
-    summary: ClassVar[str] = ("The write runs upstream, then the agent's response stream "
-                              "closes without the answer (the client re-issues it).")
+    summary: ClassVar[str] = (
+        "The write runs upstream, then the agent's response stream "
+        "closes without the answer (the client re-issues it)."
+    )
     duplicate_when: ClassVar[str] = "the re-issued request is executed again"
     wire: ClassVar[Wire] = Wire.CUTS
 

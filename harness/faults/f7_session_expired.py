@@ -14,10 +14,13 @@ class SessionExpired(HttpFault):
     must initialize a new one)."""
 
     name: ClassVar[str] = "F7"
-    brief: ClassVar[str] = ("404 on the session id, i.e. session expired (HTTP agent with a "
-                            "session: not 2026-07-28)")
-    summary: ClassVar[str] = ("HTTP 404 for the session id: the session expired, nothing runs; "
-                              "the agent must start a new session.")
+    brief: ClassVar[str] = (
+        "404 on the session id, i.e. session expired (HTTP agent with a session: not 2026-07-28)"
+    )
+    summary: ClassVar[str] = (
+        "HTTP 404 for the session id: the session expired, nothing runs; "
+        "the agent must start a new session."
+    )
     wire: ClassVar[Wire] = Wire.ANSWERS
     needs_session: ClassVar[bool] = True  # a 2026-07-28 agent has no session to lose
     status: ClassVar[int] = 404

@@ -35,10 +35,12 @@ class AddedLatency(Fault):
 
     name: ClassVar[str] = "F9"
     brief: ClassVar[str] = "the real answer held back for --latency MS (added latency)"
-    summary: ClassVar[str] = ("The write runs upstream; its real answer reaches the agent only "
-                              "after latency_ms.")
-    duplicate_when: ClassVar[str] = ("the operation is re-issued before the held answer arrived "
-                                     "and executed again")
+    summary: ClassVar[str] = (
+        "The write runs upstream; its real answer reaches the agent only after latency_ms."
+    )
+    duplicate_when: ClassVar[str] = (
+        "the operation is re-issued before the held answer arrived and executed again"
+    )
     wire: ClassVar[Wire] = Wire.HOLDS
     simulated: ClassVar[bool] = False
     params: ClassVar[tuple[Param, ...]] = (LATENCY,)

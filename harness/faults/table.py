@@ -28,16 +28,22 @@ def fault_table_markdown() -> str:
             or "none"
         )
 
+    def benchmark(kind: type[Fault]) -> str:
+        verdicts = kind.reference_verdicts
+        if verdicts:
+            return ", ".join(f"{agent} {verdict}" for agent, verdict in verdicts.items())
+        return "none said: refused" if kind.simulated and kind.scenario else "not played"
+
     rows = [
         "| Fault | On | What the agent sees | Runs upstream first | Agent transport "
-        "| Parameters | In demo and benchmark | FAIL when |",
-        "|---|---|---|---|---|---|---|---|",
+        "| Parameters | In the demo | `benchmark` verdicts | FAIL when |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, kind in FAULTS.items():
         cells = (
-            f"**{name}** {kind.brief}", kind.applies_to, kind.summary,
-            "yes" if kind.executes_upstream else "no", transports(kind), params(kind),
-            "yes" if kind.simulated else "no", kind.duplicate_when,
+            f"**{name}** {kind.brief}", kind.applies_to, kind.summary, kind.wire.value,
+            transports(kind), params(kind), "yes" if kind.simulated else "no", benchmark(kind),
+            kind.duplicate_when,
         )  # fmt: skip
         rows.append("| " + " | ".join(cell(c) for c in cells) + " |")
     return "\n".join(rows) + "\n"
