@@ -11,11 +11,12 @@ fault touches its class and its tests.
 
     base        Fault, HttpFault, Param
     f1_... f9_..., chaos     one module per fault
-    registry    FAULTS and the sets derived from it
+    registry    FAULTS, the sets derived from it, and register() for a fault from elsewhere
     plan        PlanConfig (the fault flags) and FaultPlan (which call gets which fault)
     table       the docs' fault table
 """
 
+from harness.faults import registry
 from harness.faults.base import (
     MAX_LATENCY_MS,
     MAX_RETRY_AFTER_S,
@@ -24,6 +25,7 @@ from harness.faults.base import (
     Fault,
     HttpFault,
     Param,
+    Wire,
 )
 from harness.faults.chaos import ChaosError
 from harness.faults.f1_ghost_timeout import GhostTimeout
@@ -36,21 +38,7 @@ from harness.faults.f7_session_expired import SessionExpired
 from harness.faults.f8_unavailable import Unavailable
 from harness.faults.f9_added_latency import LATENCY, AddedLatency
 from harness.faults.plan import FaultPlan, PlanConfig
-from harness.faults.registry import (
-    ANY_TRANSPORT,
-    FAULTS,
-    GHOSTS,
-    HTTP_ONLY,
-    INJECTING,
-    PARAMS,
-    REPEATED,
-    RETRY_WINDOWS,
-    SCENARIOS,
-    SIMULATED,
-    scenario_help,
-    scenario_range,
-    users_of,
-)
+from harness.faults.registry import FAULTS, register, scenario_help, scenario_range, users_of
 from harness.faults.table import fault_table_markdown
 
 __all__ = [
@@ -84,8 +72,18 @@ __all__ = [
     "StreamCut",
     "TruncatedJson",
     "Unavailable",
+    "Wire",
     "fault_table_markdown",
     "scenario_help",
     "scenario_range",
+    "register",
     "users_of",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The sets that follow from the registry (SCENARIOS, PARAMS, INJECTING, ...), as they are
+    now: `register()` may have added a fault since this module was imported."""
+    if name in registry.DERIVED:
+        return getattr(registry, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,11 +9,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+import harness.faults.registry as registry
 from harness.base.errors import UsageError
 from harness.faults.base import RETRY_AFTER, Fault
 from harness.faults.chaos import ChaosError
 from harness.faults.f9_added_latency import LATENCY
-from harness.faults.registry import FAULTS, PARAMS, SCENARIOS
+from harness.faults.registry import FAULTS
 
 
 @dataclass(frozen=True)
@@ -28,15 +29,16 @@ class PlanConfig:
     fault_delay_ms: int = 0
 
     def __post_init__(self) -> None:
-        if self.scenario is not None and self.scenario not in SCENARIOS:
+        scenarios = registry.SCENARIOS  # read now: a fault may have been registered since
+        if self.scenario is not None and self.scenario not in scenarios:
             raise UsageError(
-                f"unknown scenario {self.scenario!r}; use one of {', '.join(SCENARIOS)}"
+                f"unknown scenario {self.scenario!r}; use one of {', '.join(scenarios)}"
             )
         if self.scenario is not None and self.chaos_error_rate is not None:
             raise UsageError("a scenario and chaos mode exclude each other")
         if self.chaos_error_rate is not None and not 0 <= self.chaos_error_rate <= 1:
             raise UsageError("--error-rate must be between 0 and 1")
-        for param in PARAMS:
+        for param in registry.PARAMS:
             problem = param.problem(getattr(self, param.field))
             if problem is not None:
                 raise UsageError(problem)
