@@ -199,7 +199,7 @@ class Report(ReportPart):
     key_summary: list[KeyEntry] = []
     honesty: str = "NOT_MEASURED"
 
-    def codes(self) -> set[str]:
+    def violation_codes(self) -> set[str]:
         """The codes of its violations."""
         return {v.code for v in self.violations}
 

@@ -68,7 +68,7 @@ def judge_agreement(
     """The agreement of a harness report (O1) with the upstream's ground truth (None: unknown)."""
     verdict = report.verdict
     violations = report.violations
-    codes = report.codes()
+    codes = report.violation_codes()
     observed = {o.code for o in report.observations}
     if verdict == "NOT_TESTED":
         held = f"; the upstream holds {_duplicates(truth)}" if truth and _duplicates(truth) else ""

@@ -370,7 +370,9 @@ def _record(
         failure_handling=score.failure_handling if score is not None else None,
         capped=score.capped if score is not None else None,
         baseline=score.baseline if score is not None else None,
-        duplicate_found=("DUPLICATE_EXECUTION" in judged.codes()) if judged is not None else None,
+        duplicate_found=("DUPLICATE_EXECUTION" in judged.violation_codes())
+        if judged is not None
+        else None,
         real_duplicate=real_duplicate if not error else None,
         agreement=agreed.state if agreed else None,
         agreement_reason=agreed.reason if agreed else None,

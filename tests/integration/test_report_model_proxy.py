@@ -54,4 +54,4 @@ async def test_o2_the_proxys_report_files_read_through_the_model_unchanged(plan,
     assert sum(op.executions for op in report.operations if op.tool == "create_booking") == (
         executed
     )
-    assert ("DUPLICATE_EXECUTION" in report.codes()) == (executed > 1)
+    assert ("DUPLICATE_EXECUTION" in report.violation_codes()) == (executed > 1)
