@@ -1,10 +1,11 @@
 """The report file as a typed model (O1, O2), for reading a report back: `read_report()`.
 
 The proxy writes its report file as text (harness.judge.summary.ReportText and
-harness.session.core, a fast path that re-serialises only what changed); nothing here writes
-a report. Whoever reads one (the runner, `agent-harness judge`, tests) reads it through this
-model: snake_case attributes, the JSON's camelCase names as aliases
-(`report.verdict_reason` is `"verdictReason"`).
+harness.session.core, a fast path that re-serialises only what changed), never through this
+model. Whoever reads a report (the runner, tests) reads it through the model, and
+`agent-harness judge` prints its judgement through it (`ReportModel.of_judgement`):
+snake_case attributes, the JSON's camelCase names as aliases (`report.verdict_reason` is
+`"verdictReason"`).
 
     report = read_report(Path("report.json"))     # a file, through the bounded reader (V4)
     report = read_report(text)                    # JSON text (str or bytes)
