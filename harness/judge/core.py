@@ -70,6 +70,7 @@ class Totals:
     violations: int = 0
     not_tested: dict[str, list[int]] = field(default_factory=dict)  # reason -> sorted op indices
     violating_ops: list[int] = field(default_factory=list)  # sorted
+    idempotent_ops: list[int] = field(default_factory=list)  # sorted: IDEMPOTENT_REPEAT (E1)
     flavours: Counter[str] = field(default_factory=Counter)
 
     def apply(self, index: int, d: Derived, sign: int) -> None:
@@ -82,6 +83,8 @@ class Totals:
         self.violations += sign * len(d.violations)
         if d.violations:
             _sorted_update(self.violating_ops, index, sign)
+        if d.idempotent_repeat:
+            _sorted_update(self.idempotent_ops, index, sign)
         if d.not_tested is not None:
             _sorted_update(self.not_tested.setdefault(d.not_tested, []), index, sign)
         for flavour in d.patch_flavours:
@@ -192,6 +195,7 @@ class Judge:
                 reason=ev.tool_reason or REASON_NOT_LISTED,
                 key_field=ev.schema_key_field,
                 keys_honoured=ev.key_honoured,
+                idempotent=ev.idempotent,
             )
         if ev.tool_class == "unclassified":
             self._count_unclassified(ev)
@@ -206,6 +210,7 @@ class Judge:
                 arguments=self._identity(ev),
                 schema_key_field=ev.schema_key_field,
                 keys_honoured=ev.key_honoured,
+                idempotent=ev.idempotent,
             )
             self.ops.append(op)
             self.derived.append(None)
@@ -225,7 +230,9 @@ class Judge:
         if window is not None and window.attempt.op is not op and window.attempt.op.tool == op.tool:
             # J11: the window opens when the 429 reaches the agent, not before.
             answered = window.attempt.t_answered
-            attempt.in_retry_window = answered is not None and ev.t_ns < answered + window.required_ns
+            attempt.in_retry_window = (
+                answered is not None and ev.t_ns < answered + window.required_ns
+            )
         op.attempts.append(attempt)
         op.open_count += 1
         self._attempts[seq] = attempt

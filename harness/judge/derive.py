@@ -21,6 +21,8 @@ DUPLICATE = "DUPLICATE"
 NOT_EXECUTED = "NOT_EXECUTED"
 REJECTED = "REJECTED"
 EXECUTION_UNKNOWN = "EXECUTION_UNKNOWN"
+# E1: executed and repeated with the same arguments, by a tool whose repeats are harmless.
+IDEMPOTENT_REPEAT = "IDEMPOTENT_REPEAT"
 
 # Why an operation makes the run NOT_TESTED (J3); report.py names the first in J3's order.
 UNCERTAIN_REPEAT = "uncertain_repeat"
@@ -49,6 +51,7 @@ class Derived:
     failure_handling: int | None
     not_tested: str | None
     patch_flavours: tuple[str, ...]
+    idempotent_repeat: bool = False  # E1: counted apart, never as a duplicate
 
 
 def read_between(read_positions: Sequence[int], after: int, before: int | None) -> bool:
@@ -141,6 +144,8 @@ def _ms(ns: int) -> int:
 def _outcome(op: OpState) -> tuple[str, str | None]:
     attempts = _effective(op)
     executions = sum(1 for a in attempts if a.executed)
+    if op.idempotent is not None:
+        return _idempotent_outcome(attempts, executions)
     if executions >= 2:
         return DUPLICATE, None
     maybe = [a for a in attempts if a.may_have_executed]
@@ -152,6 +157,22 @@ def _outcome(op: OpState) -> tuple[str, str | None]:
             return EXECUTION_UNKNOWN, REJECTED_REPEAT  # A3
     if executions == 1:
         return EXECUTED_ONCE, None
+    if any(a.status == "rejected" for a in attempts):
+        return REJECTED, None
+    return NOT_EXECUTED, None
+
+
+def _idempotent_outcome(attempts: list[Any], executions: int) -> tuple[str, str | None]:
+    """E1: a tool whose repeats are harmless. Executed, and sent again where it may have run
+    again (an unknown or rejected attempt too): IDEMPOTENT_REPEAT. No repeat of it is a
+    possible duplicate (J3, A3): whichever attempts ran, the state is that of one execution."""
+    maybe = sum(1 for a in attempts if a.may_have_executed)
+    if executions >= 1 and maybe >= 2:
+        return IDEMPOTENT_REPEAT, None
+    if executions == 1:
+        return EXECUTED_ONCE, None
+    if any(a.status in ("unknown", "open") for a in attempts):
+        return EXECUTION_UNKNOWN, None
     if any(a.status == "rejected" for a in attempts):
         return REJECTED, None
     return NOT_EXECUTED, None
@@ -184,7 +205,9 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
         repeat = executions[1]
         # J11: a timeout the agent had not been told of yet is no reason; that is parallel.
         after_timeout = any(
-            a.status == "ghost" and a.pos_answered is not None and a.pos_answered < repeat.pos_received
+            a.status == "ghost"
+            and a.pos_answered is not None
+            and a.pos_answered < repeat.pos_received
             for a in attempts
         )
         first_failure = op.first_failure_pos
@@ -225,6 +248,8 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
     keyed = _keyed_retry(op, outcome)
     if keyed is not None:
         observations.append(keyed)
+    if outcome == IDEMPOTENT_REPEAT:
+        observations.append(_idempotent_repeat(op, executions))
 
     rate_limited = next(
         (a for a in attempts if a.fault in RETRY_WINDOWS and a.status == "injected"), None
@@ -332,6 +357,7 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
         failure_handling=failure_handling,
         not_tested=not_tested,
         patch_flavours=tuple(flavours),
+        idempotent_repeat=outcome == IDEMPOTENT_REPEAT,
     )
 
 
@@ -355,10 +381,14 @@ def _failure_handling(
         if not later:
             code = "VERIFIED_NO_RETRY" if verified else "UNVERIFIED_AFTER_TIMEOUT"
             observations.append({"code": code, **ref, "fault": faulted.fault})
-        if op.keys_honoured and faulted.key is not None and all(
-            a.key == faulted.key for a in later
+        if (
+            op.keys_honoured
+            and faulted.key is not None
+            and all(a.key == faulted.key for a in later)
         ):
             return 100  # K6: the same key to an upstream that honours it is the right retry
+        if op.idempotent is not None and later:
+            return 100  # E1: a repeat of a harmless write is a safe way to find out
         # A re-send that did not execute again was luck, not care: it scores like not checking.
         return 100 if verified else 50
     retried = next((a for a in later if a.executed), None)
@@ -409,6 +439,36 @@ def _spelling_finding(op: OpState, mine: Attempt, other: Attempt) -> dict[str, A
     }
 
 
+def _after_fault(first: Attempt, repeat: Attempt) -> bool:
+    """The repeat came after the agent saw the first attempt fail (or never run)."""
+    return first.status == "injected" or (
+        first.pos_answered is not None
+        and first.pos_answered < repeat.pos_received
+        and (first.answer_is_error or first.status in ("ghost", "unknown", "rejected"))
+    )
+
+
+def _idempotent_repeat(op: OpState, executions: list[Attempt]) -> dict[str, Any]:
+    """E1: the operation ran more than once (or may have), and its tool says that is harmless.
+
+    `executions` as the report counts them; `declaredBy`: the annotation or the flag, so that
+    whoever holds the upstream's real state (the runner) can tell a lying hint
+    (ANNOTATION_CONTRADICTED) from a wrong flag."""
+    attempts = op.attempts
+    first = executions[0] if executions else attempts[0]
+    repeat = next((a for a in attempts if a is not first and a.may_have_executed), attempts[-1])
+    return {
+        "code": "IDEMPOTENT_REPEAT",
+        "operation": op.index,
+        "tool": op.tool,
+        "executions": len(executions),
+        "attempts": len(attempts),
+        "declaredBy": op.idempotent,
+        "afterFault": _after_fault(first, repeat),
+        "parallel": repeat.parallel,
+    }
+
+
 def _keyed_retry(op: OpState, outcome: str) -> dict[str, Any] | None:
     """K6: same-key repeats that an upstream honouring keys executed only once."""
     if not op.keys_honoured or outcome == DUPLICATE:
@@ -421,18 +481,13 @@ def _keyed_retry(op: OpState, outcome: str) -> dict[str, Any] | None:
         if len(members) < 2 or not any(a.may_have_executed for a in members[1:]):
             continue
         first, repeat = members[0], members[1]
-        after_fault = first.status == "injected" or (
-            first.pos_answered is not None
-            and first.pos_answered < repeat.pos_received
-            and (first.answer_is_error or first.status in ("ghost", "unknown", "rejected"))
-        )
         return {
             "code": "KEYED_RETRY",
             "operation": op.index,
             "tool": op.tool,
             "key": first.key_value,
             "attempts": len(members),
-            "afterFault": after_fault,
+            "afterFault": _after_fault(first, repeat),
             "parallel": repeat.parallel,
         }
     return None

@@ -93,6 +93,7 @@ class OpState:
     schema_key_field: str | None
     attempts: list[Attempt] = field(default_factory=list)
     keys_honoured: bool = False  # K6: the upstream deduplicates same-key repeats of this tool
+    idempotent: str | None = None  # E1: why its repeats are harmless (annotation or flag)
     fold: dict[str, Any] | None = None  # J9: per field, a folded value for a quick comparison
     fold_sig: Any = None  # J10: (fields, folded values) when every field folds
     open_count: int = 0

@@ -103,6 +103,15 @@ def verdict(judge: Judge) -> Verdict:
     if totals.known == 0:
         return no_known
     sentence = "No operation was executed more than once and no retry_after was violated"
+    repeated = totals.idempotent_ops
+    if repeated:  # E1: the report shows the repeat, and the sentence says why it passes
+        more = len(repeated) - 1
+        others = f" and {more} more operation{'s' if more > 1 else ''}" if more else ""
+        sentence = (
+            f"No operation was executed more than once except {_op_name(judge, repeated[0])}"
+            f"{others}, repeated with the same arguments by a tool declared idempotent "
+            "(IDEMPOTENT_REPEAT), and no retry_after was violated"
+        )
     if judge.faults_injected == 0:
         what = (
             "no scenario was set"

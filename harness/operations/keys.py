@@ -8,9 +8,17 @@ default the common spellings below are recognised; `--key-fields` replaces them 
 Sources for the default spellings (docs/decisions.md lists them with links): the IETF draft
 "The Idempotency-Key HTTP Header Field" and Stripe, Adyen, GoCardless, Square (idempotency key);
 AWS EC2 and most AWS APIs (`ClientToken`), AWS ACM (`IdempotencyToken`), AWS CloudFormation and
-Secrets Manager (`ClientRequestToken`); AWS SQS FIFO (`MessageDeduplicationId`). Request ids
-(`request_id`, `X-Request-ID`) are not keys by default: they often name the resource or only
-trace a request.
+Secrets Manager (`ClientRequestToken`); AWS SQS FIFO (`MessageDeduplicationId`); client order
+ids of trading APIs (Alpaca, Coinbase `client_order_id`; Binance `newClientOrderId`, E3).
+Request ids (`request_id`, `X-Request-ID`) are not keys by default: they often name the
+resource or only trace a request.
+
+E3: where a tool's input schema is known, key fields are recognised only at the positions it
+declares as properties (`KeyPlan`), never among the names of a free-form map
+(`additionalProperties`: the names are data there, `set_env_vars(variables={"CLIENT_TOKEN":
+...})`); an object the schema says nothing about (no properties, no additionalProperties), and
+a tool without a schema, keep K5's rule: any depth. A key field whose value is `null` or `""`
+is no key (`usable_key`), though it is still left out of the operation.
 """
 
 from __future__ import annotations
@@ -33,6 +41,9 @@ DEFAULT_KEY_SPELLINGS: tuple[str, ...] = (
     "message_deduplication_id",
     "deduplication_key",
     "dedup_key",
+    # E3: client order ids, which trading APIs deduplicate by.
+    "client_order_id",
+    "new_client_order_id",
 )
 DEFAULT_ENTRY = "default"
 
@@ -89,58 +100,112 @@ class KeySpec:
         return names
 
 
-def find_keys(value: Any, names: frozenset[str]) -> list[tuple[str, Any]]:
-    """K5: every (path, value) of a key field at any depth, depth-first, without recursion."""
+class KeyPlan:
+    """E3: where one object of a tool's arguments may carry key fields, as its schema declares.
+
+    `keys`: the declared property names that are key fields; `children`: the plans of declared
+    properties (and, under `extra`, of the values of a free-form map's undeclared names) that
+    lead to a key field deeper down. Arrays are transparent: a plan applies to each element.
+    `ANYWHERE` (an object the schema leaves open, or no schema at all) is K5's rule: any name at
+    any depth. Plans are built once per tool when its list arrives and may form cycles (a
+    recursive schema); arguments are walked iteratively, so that costs nothing.
+    """
+
+    __slots__ = ("children", "declared", "extra", "keys")
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+        self.children: dict[str, KeyPlan] = {}
+        self.declared: set[str] = set()  # every declared property name (leads to a key or not)
+        self.extra: KeyPlan | None = None  # additionalProperties: the plan of every value
+
+    def child(self, name: str) -> KeyPlan | None:
+        """The plan of the value under `name`; None where no key field can be."""
+        if self is ANYWHERE:
+            return ANYWHERE
+        found = self.children.get(name)
+        if found is not None or name in self.declared:
+            return found
+        return self.extra
+
+    def is_key(self, name: Any, names: frozenset[str]) -> bool:
+        if self is ANYWHERE:
+            return isinstance(name, str) and _matches(name, names)
+        return name in self.keys
+
+    @property
+    def empty(self) -> bool:
+        return self is not ANYWHERE and not self.keys and not self.children and self.extra is None
+
+
+ANYWHERE = KeyPlan()  # K5: no schema to say where, so any name at any depth
+
+
+def find_keys(value: Any, names: frozenset[str], plan: KeyPlan = ANYWHERE) -> list[tuple[str, Any]]:
+    """K5, E3: every (path, value) of a key field at a position `plan` allows, depth-first,
+    without recursion. Values are returned as they are (`null` too): see `usable_key`."""
     found: list[tuple[str, Any]] = []
-    if not names:
+    if not names or plan.empty:
         return found
-    stack: list[tuple[Any, str]] = [(value, "")]
+    stack: list[tuple[Any, str, KeyPlan]] = [(value, "", plan)]
     while stack:
-        item, path = stack.pop()
+        item, path, here = stack.pop()
         if isinstance(item, Mapping):
             children = []
             for name, child in item.items():
                 sub = f"{path}.{name}" if path else str(name)
-                if isinstance(name, str) and _matches(name, names):
+                if here.is_key(name, names):
                     found.append((sub, child))
                 elif isinstance(child, (Mapping, list)):
-                    children.append((child, sub))
+                    below = here.child(name)
+                    if below is not None:
+                        children.append((child, sub, below))
             stack.extend(reversed(children))
         elif isinstance(item, list):
             stack.extend(
-                (child, f"{path}[{i}]")
+                (child, f"{path}[{i}]", here)
                 for i, child in reversed(list(enumerate(item)))
                 if isinstance(child, (Mapping, list))
             )
     return found
 
 
-def strip_keys(value: Any, names: frozenset[str]) -> Any:
-    """K2/K5: `value` without its key fields at any depth; `value` itself when it has none.
+def usable_key(found: list[tuple[str, Any]]) -> tuple[str | None, Any]:
+    """E3: the first key field that carries a key: a value of `null` or `""` is no key."""
+    for path, value in found:
+        if value is not None and value != "":
+            return path, value
+    return None, None
+
+
+def strip_keys(value: Any, names: frozenset[str], plan: KeyPlan = ANYWHERE) -> Any:
+    """K2/K5/E3: `value` without its key fields (at the positions `plan` allows); `value`
+    itself when it has none.
 
     Iterative, so arguments nested as deep as the parser allows cannot overflow the stack (X7).
     """
-    if not names or not find_keys(value, names):
+    if not names or not find_keys(value, names, plan):
         return value
     root: list[Any] = [None]
-    # (source container, destination container, slot in the destination's parent)
-    stack: list[tuple[Any, Any]] = [(value, (root, 0))]
+    # (source container, (destination's parent, slot), plan of the source)
+    stack: list[tuple[Any, tuple[Any, Any], KeyPlan | None]] = [(value, (root, 0), plan)]
     while stack:
-        item, (parent, slot) = stack.pop()
+        item, (parent, slot), here = stack.pop()
         if isinstance(item, Mapping):
             copy: dict[str, Any] = {}
             for name, child in item.items():
-                if isinstance(name, str) and _matches(name, names):
+                if here is not None and here.is_key(name, names):
                     continue
                 copy[name] = child
                 if isinstance(child, (Mapping, list)):
-                    stack.append((child, (copy, name)))
+                    below = here.child(name) if here is not None else None
+                    stack.append((child, (copy, name), below))
             parent[slot] = copy
         elif isinstance(item, list):
             items = list(item)
             for i, child in enumerate(items):
                 if isinstance(child, (Mapping, list)):
-                    stack.append((child, (items, i)))
+                    stack.append((child, (items, i), here))
             parent[slot] = items
     return root[0]
 
@@ -192,3 +257,106 @@ def resolve_ref(root: Mapping[str, Any], schema: Any, limit: int = 16) -> Any:
             target = target.get(part) if isinstance(target, Mapping) else None
         schema = target
     return None
+
+
+# E3: an object schema that says nothing about its names: K5's rule (any depth) applies below.
+_SHAPE_WORDS = ("properties", "additionalProperties", "patternProperties", "items",
+                "prefixItems", "anyOf", "oneOf", "allOf", "enum", "const")  # fmt: skip
+_MAX_PLAN_DEPTH = 64
+
+
+def _shapeless(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    kinds = set(kind) if isinstance(kind, list) else {kind}
+    return not any(word in schema for word in _SHAPE_WORDS) and kinds <= {None, "object"}
+
+
+def key_plan(input_schema: Any, names: frozenset[str], max_nodes: int = 10_000) -> KeyPlan:
+    """E3: where a tool's arguments may carry key fields, from its input schema.
+
+    No schema (a tool the upstream did not list, C10) or an object schema that declares no
+    shape: `ANYWHERE` (K5). Otherwise only declared properties, at any depth through nested
+    objects, array `items`, `anyOf`/`oneOf`/`allOf` branches and local `$ref`s; the names of
+    a free-form map (`additionalProperties`) are never keys, though a key field declared
+    inside its values is. Bounded: `max_nodes` schemas, `_MAX_PLAN_DEPTH` levels.
+    """
+    if not isinstance(input_schema, Mapping):
+        return ANYWHERE
+    if not names:
+        return KeyPlan()
+    memo: dict[int, KeyPlan] = {}
+    budget = [max_nodes]
+
+    def branches(schema: Any, depth: int) -> list[Mapping[str, Any]]:
+        """The schema and every branch it combines, `$ref`s resolved, arrays' items included."""
+        out: list[Mapping[str, Any]] = []
+        todo = [(schema, depth)]
+        while todo and budget[0] > 0:
+            item, level = todo.pop()
+            budget[0] -= 1
+            item = resolve_ref(input_schema, item)
+            if not isinstance(item, Mapping) or level > _MAX_PLAN_DEPTH:
+                continue
+            out.append(item)
+            for combinator in ("anyOf", "oneOf", "allOf"):
+                found = item.get(combinator)
+                if isinstance(found, list):
+                    todo.extend((b, level + 1) for b in found)
+            items = item.get("items")
+            if isinstance(items, Mapping):
+                todo.append((items, level + 1))
+            elif isinstance(items, list):
+                todo.extend((b, level + 1) for b in items)
+            elif item.get("type") == "array" and items is None:
+                todo.append(({}, level + 1))  # elements of any shape
+        return out
+
+    def plan_of(schema: Any, depth: int) -> KeyPlan:
+        resolved = resolve_ref(input_schema, schema)
+        known = memo.get(id(resolved))
+        if known is not None:
+            return known
+        plan = memo[id(resolved)] = KeyPlan()
+        for branch in branches(resolved, depth):
+            if _shapeless(branch):
+                memo[id(resolved)] = ANYWHERE
+                return ANYWHERE
+            properties = branch.get("properties")
+            if isinstance(properties, Mapping):
+                for name, sub in properties.items():
+                    plan.declared.add(name)
+                    if isinstance(name, str) and _matches(name, names):
+                        plan.keys.add(name)
+                    elif depth < _MAX_PLAN_DEPTH and budget[0] > 0:
+                        plan.children.setdefault(name, plan_of(sub, depth + 1))
+            extra = branch.get("additionalProperties")
+            if isinstance(extra, Mapping) and depth < _MAX_PLAN_DEPTH and plan.extra is None:
+                plan.extra = plan_of(extra, depth + 1)
+        return plan
+
+    root = plan_of(input_schema, 0)
+    _prune_plans(list(memo.values()))
+    return root if root is ANYWHERE or not root.empty else KeyPlan()
+
+
+def _prune_plans(plans: list[KeyPlan]) -> None:
+    """Keep only the children that lead to a key field or to ANYWHERE (a fixpoint: cycles)."""
+    live = {id(ANYWHERE)} | {id(p) for p in plans if p.keys}
+    changed = True
+    while changed:
+        changed = False
+        for p in plans:
+            if id(p) in live:
+                continue
+            leads = [*p.children.values(), *([p.extra] if p.extra is not None else [])]
+            if any(id(c) in live for c in leads):
+                live.add(id(p))
+                changed = True
+    for p in plans:
+        if p is ANYWHERE:
+            continue
+        p.children = {k: c for k, c in p.children.items() if id(c) in live}
+        if p.extra is not None and id(p.extra) not in live:
+            p.extra = None
+        if not p.children and p.extra is None:
+            p.declared = set()  # nothing below leads to a key: no need to tell names apart

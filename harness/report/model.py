@@ -75,7 +75,9 @@ class Operation(ReportPart):
     executions: int
     failed_attempts: int
     keys: list[Any]  # the distinct idempotency-key values its attempts carried
-    outcome: str  # EXECUTED_ONCE, DUPLICATE, NOT_EXECUTED, REJECTED, EXECUTION_UNKNOWN
+    # EXECUTED_ONCE, DUPLICATE, NOT_EXECUTED, REJECTED, EXECUTION_UNKNOWN, IDEMPOTENT_REPEAT
+    # (E1: repeated by a tool declared idempotent; never a duplicate)
+    outcome: str
 
 
 class Duplicate(ReportPart):
@@ -127,6 +129,9 @@ class Finding(ReportPart):
     similar_to: int | None = None
     earlier_attempt: str | None = None
     this_attempt: str | None = None
+    # IDEMPOTENT_REPEAT (E1): why the tool's repeats are harmless, "annotation
+    # idempotentHint=true" or "explicit --idempotent-tools"
+    declared_by: str | None = None
 
     def details(self) -> dict[str, Any]:
         """Its fields beyond code, tool and operation, as JSON data in the report's order."""
@@ -236,6 +241,8 @@ class ToolEntry(ReportPart):
     conflict: str | None = None
     listed: bool | None = None  # False: called, but not in the upstream's list (C10)
     keys_honoured: bool | None = None  # K6
+    idempotent: bool | None = None  # E1: True when its repeats are harmless
+    idempotent_reason: str | None = None  # E1: the annotation or the flag that says so
 
 
 class ReportModel(ReportPart):

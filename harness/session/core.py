@@ -71,6 +71,7 @@ class Session:
         sinks: Iterable[Sink] = (),
         clock: Callable[[], int] = time.monotonic_ns,
         history: Iterable[Event] = (),
+        wall_clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self.plan_config = plan or PlanConfig()
         self.plan = FaultPlan(self.plan_config)
@@ -82,7 +83,10 @@ class Session:
         self.earlier_sessions = self.judge.sessions
         self.text = ReportText(self.judge)
         self.recorder = Recorder(
-            classifier or ClassifierConfig(), [self.judge.feed, *sinks], clock=clock
+            classifier or ClassifierConfig(),
+            [self.judge.feed, *sinks],
+            clock=clock,
+            wall_clock=wall_clock,
         )
         self.recorder.start(self.plan_config, kind=kind)
         self.ended = False

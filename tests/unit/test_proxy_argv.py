@@ -22,7 +22,8 @@ item = text.map(lambda s: s.replace(",", "").strip()).filter(bool)
 items = st.lists(item, min_size=1, max_size=3).map(tuple)
 # K5: a key-field entry is FIELD or TOOL:FIELD, both parts non-empty
 key_item = item.map(lambda s: s.replace(":", "")).filter(bool) | st.builds(
-    "{}:{}".format, item.map(lambda s: s.replace(":", "")).filter(bool),
+    "{}:{}".format,
+    item.map(lambda s: s.replace(":", "")).filter(bool),
     item.map(lambda s: s.replace(":", "")).filter(bool),
 )
 key_items = st.lists(key_item, min_size=1, max_size=3).map(tuple)
@@ -127,8 +128,12 @@ def test_x1_proxy_argv_writes_every_flag_that_sets_something() -> None:  # X1
         upstream_env={"K": "V"},
         plan=PlanConfig(chaos_error_rate=0.5, seed=7, fault_delay_ms=5),
         classifier=ClassifierConfig(
-            write_globs=("w*",), read_globs=("r*",), keys_honoured=("pay_*",)
-        ),
+            write_globs=("w*",),
+            read_globs=("r*",),
+            keys_honoured=("pay_*",),
+            idempotent_globs=("put_*",),
+            distrust_annotations=True,
+        ),  # fmt: skip
         report_file="r.json",
         event_log="e.jsonl",
         max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES + 1,
