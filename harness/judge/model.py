@@ -129,7 +129,8 @@ class UnclassifiedRepeat:
 
 @dataclass(slots=True)
 class RetryWindow:
-    """The one F2 429 of a run: which attempt got it and when the wait ends."""
+    """The latest 429 (F2) or 503 (F8) of a run: which attempt got it and how long it asks to
+    wait (E7: each session's own window)."""
 
     attempt: Attempt
     required_ns: int
