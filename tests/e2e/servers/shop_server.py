@@ -64,7 +64,7 @@ def build(db: str) -> MCPServer:
                 ).fetchone()
                 if known is not None:
                     return f"order {known[0]} placed"
-            order_id = "ORD-" + uuid.uuid4().hex[:8]
+            order_id = "ORD-" + uuid.uuid4().hex[:8].upper()
             conn.execute(
                 "INSERT INTO orders VALUES (?, ?, ?, ?)", (order_id, client_order_id, symbol, qty)
             )
@@ -92,7 +92,7 @@ def build(db: str) -> MCPServer:
 
     @app.tool(description="Book a room. Every call is a new booking.")
     def book_room(guest: str, date: str, room: Room = Room.standard) -> str:
-        booking_id = "BK-" + uuid.uuid4().hex[:8]
+        booking_id = "BK-" + uuid.uuid4().hex[:8].upper()
         with connect() as conn:
             conn.execute(
                 "INSERT INTO bookings VALUES (?, ?, ?, ?)", (booking_id, guest, date, str(room))
@@ -101,7 +101,7 @@ def build(db: str) -> MCPServer:
 
     @app.tool(name="payments.create", description="Charge a customer. Every call charges.")
     def create_payment(customer: str, amount: float) -> str:
-        payment_id = "PAY-" + uuid.uuid4().hex[:8]
+        payment_id = "PAY-" + uuid.uuid4().hex[:8].upper()
         with connect() as conn:
             conn.execute("INSERT INTO payments VALUES (?, ?, ?)", (payment_id, customer, amount))
         return f"payment {payment_id}"
