@@ -108,7 +108,7 @@ def same_time(a: Any, b: Any) -> bool:
 
 def _epoch_ns(value: Any) -> int | None:
     """Unix seconds (2001-2286) or milliseconds, as a number or a string of digits."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or (isinstance(value, int) and value < 1_000_000_000):
         return None
     if isinstance(value, str) and value.isdigit() and len(value) <= 13:
         value = int(value)
@@ -173,13 +173,17 @@ def fresh_pair(a: Any, b: Any, at_a: int | None, at_b: int | None) -> bool:
 
 
 def may_be_fresh(value: Any) -> bool:
-    """Whether `value` could be one side of a fresh pair or another ISO spelling (J10's quick
-    test must not tell such values apart by their text)."""
+    """Whether `value` could be one side of a fresh pair or of another ISO spelling of its
+    time, so that J10's quick test must not tell it apart from others by its text. A date alone
+    is never fresh, and another spelling of it has a time (which is not folded): a date's text
+    still tells dates apart, as it did."""
     if isinstance(value, str):
-        if len(value) > _MAX_TEXT:
-            return False
+        if not 10 <= len(value) <= _MAX_TEXT:
+            return False  # shorter than Unix seconds, the shortest fresh value
+        parsed = iso_time(value)
         return bool(
-            iso_time(value) or _UUID.fullmatch(value) or _HEX.fullmatch(value)
-            or _TOKEN.fullmatch(value) or _epoch_ns(value) is not None
+            (parsed is not None and parsed.clock is not None)
+            or _UUID.fullmatch(value) or _HEX.fullmatch(value) or _TOKEN.fullmatch(value)
+            or _epoch_ns(value) is not None
         )  # fmt: skip
     return _epoch_ns(value) is not None
