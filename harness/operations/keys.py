@@ -13,11 +13,11 @@ ids of trading APIs (Alpaca, Coinbase `client_order_id`; Binance `newClientOrder
 Request ids (`request_id`, `X-Request-ID`) are not keys by default: they often name the
 resource or only trace a request.
 
-E3: where a tool's input schema is known, key fields are recognised only at the positions it
-declares as properties (`KeyPlan`), never among the names of a free-form map
-(`additionalProperties`: the names are data there, `set_env_vars(variables={"CLIENT_TOKEN":
-...})`); an object the schema says nothing about (no properties, no additionalProperties), and
-a tool without a schema, keep K5's rule: any depth. A key field whose value is `null` or `""`
+E3: where a tool's input schema is known, the names of a free-form map (an object whose schema
+gives `additionalProperties` or `patternProperties` and declares no properties) are data,
+never keys (`set_env_vars(variables={"CLIENT_TOKEN": ...})`); every other object keeps K5's rule
+(`KeyPlan`): declared properties and names the agent added alike, since an undeclared
+`X-Idempotency-Key` does not make another operation. A key field whose value is `null` or `""`
 is no key (`usable_key`), though it is still left out of the operation.
 """
 
@@ -101,51 +101,44 @@ class KeySpec:
 
 
 class KeyPlan:
-    """E3: where one object of a tool's arguments may carry key fields, as its schema declares.
+    """E3: where key fields can be in one object of a tool's arguments, as its schema says.
 
-    `keys`: the declared property names that are key fields; `children`: the plans of declared
-    properties (and, under `extra`, of the values of a free-form map's undeclared names) that
-    lead to a key field deeper down. Arrays are transparent: a plan applies to each element.
-    `ANYWHERE` (an object the schema leaves open, or no schema at all) is K5's rule: any name at
-    any depth. Plans are built once per tool when its list arrives and may form cycles (a
-    recursive schema); arguments are walked iteratively, so that costs nothing.
+    An object is a *record* (ANYWHERE included: K5's rule) or a free-form *map*. In a record
+    any name in a key spelling is a key field, declared or not (an agent that adds an
+    undeclared `X-Idempotency-Key` does not make another operation), and the value of a
+    declared property follows its own plan (`children`; any other value: ANYWHERE). In a map
+    (the schema gives `additionalProperties` or `patternProperties` and declares no
+    properties: `variables: {"CLIENT_TOKEN": ...}`) the names are data, never keys; its values
+    follow `values`. Only the paths that lead to a map differ from ANYWHERE; plans are built
+    once per tool when its list arrives and may form cycles (a recursive schema); arguments are
+    walked iteratively, so that costs nothing.
     """
 
-    __slots__ = ("children", "declared", "extra", "keys")
+    __slots__ = ("children", "is_map", "values")
 
     def __init__(self) -> None:
-        self.keys: set[str] = set()
-        self.children: dict[str, KeyPlan] = {}
-        self.declared: set[str] = set()  # every declared property name (leads to a key or not)
-        self.extra: KeyPlan | None = None  # additionalProperties: the plan of every value
+        self.is_map = False
+        self.children: dict[str, KeyPlan] = {}  # a record's declared properties that lead to a map
+        self.values: KeyPlan | None = None  # a map's values (None: ANYWHERE)
 
-    def child(self, name: str) -> KeyPlan | None:
-        """The plan of the value under `name`; None where no key field can be."""
-        if self is ANYWHERE:
-            return ANYWHERE
-        found = self.children.get(name)
-        if found is not None or name in self.declared:
-            return found
-        return self.extra
+    def child(self, name: str) -> KeyPlan:
+        """The plan of the value under `name`."""
+        if self.is_map:
+            return self.values if self.values is not None else ANYWHERE
+        return self.children.get(name, ANYWHERE)
 
     def is_key(self, name: Any, names: frozenset[str]) -> bool:
-        if self is ANYWHERE:
-            return isinstance(name, str) and _matches(name, names)
-        return name in self.keys
-
-    @property
-    def empty(self) -> bool:
-        return self is not ANYWHERE and not self.keys and not self.children and self.extra is None
+        return not self.is_map and isinstance(name, str) and _matches(name, names)
 
 
-ANYWHERE = KeyPlan()  # K5: no schema to say where, so any name at any depth
+ANYWHERE = KeyPlan()  # K5: a record with no map below it: any name at any depth
 
 
 def find_keys(value: Any, names: frozenset[str], plan: KeyPlan = ANYWHERE) -> list[tuple[str, Any]]:
     """K5, E3: every (path, value) of a key field at a position `plan` allows, depth-first,
     without recursion. Values are returned as they are (`null` too): see `usable_key`."""
     found: list[tuple[str, Any]] = []
-    if not names or plan.empty:
+    if not names:
         return found
     stack: list[tuple[Any, str, KeyPlan]] = [(value, "", plan)]
     while stack:
@@ -157,9 +150,7 @@ def find_keys(value: Any, names: frozenset[str], plan: KeyPlan = ANYWHERE) -> li
                 if here.is_key(name, names):
                     found.append((sub, child))
                 elif isinstance(child, (Mapping, list)):
-                    below = here.child(name)
-                    if below is not None:
-                        children.append((child, sub, below))
+                    children.append((child, sub, here.child(name)))
             stack.extend(reversed(children))
         elif isinstance(item, list):
             stack.extend(
@@ -188,18 +179,17 @@ def strip_keys(value: Any, names: frozenset[str], plan: KeyPlan = ANYWHERE) -> A
         return value
     root: list[Any] = [None]
     # (source container, (destination's parent, slot), plan of the source)
-    stack: list[tuple[Any, tuple[Any, Any], KeyPlan | None]] = [(value, (root, 0), plan)]
+    stack: list[tuple[Any, tuple[Any, Any], KeyPlan]] = [(value, (root, 0), plan)]
     while stack:
         item, (parent, slot), here = stack.pop()
         if isinstance(item, Mapping):
             copy: dict[str, Any] = {}
             for name, child in item.items():
-                if here is not None and here.is_key(name, names):
+                if here.is_key(name, names):
                     continue
                 copy[name] = child
                 if isinstance(child, (Mapping, list)):
-                    below = here.child(name) if here is not None else None
-                    stack.append((child, (copy, name), below))
+                    stack.append((child, (copy, name), here.child(name)))
             parent[slot] = copy
         elif isinstance(item, list):
             items = list(item)
@@ -272,18 +262,15 @@ def _shapeless(schema: Mapping[str, Any]) -> bool:
 
 
 def key_plan(input_schema: Any, names: frozenset[str], max_nodes: int = 10_000) -> KeyPlan:
-    """E3: where a tool's arguments may carry key fields, from its input schema.
+    """E3: where a tool's arguments may carry key fields, from its input schema (`KeyPlan`).
 
-    No schema (a tool the upstream did not list, C10) or an object schema that declares no
-    shape: `ANYWHERE` (K5). Otherwise only declared properties, at any depth through nested
-    objects, array `items`, `anyOf`/`oneOf`/`allOf` branches and local `$ref`s; the names of
-    a free-form map (`additionalProperties`) are never keys, though a key field declared
-    inside its values is. Bounded: `max_nodes` schemas, `_MAX_PLAN_DEPTH` levels.
+    Follows nested `properties`, array `items`, `anyOf`/`oneOf`/`allOf` branches and local
+    `$ref`s down to the free-form maps, whose names are never keys; everything else keeps K5's
+    rule, and so does a tool without a schema (a tool the upstream did not list, C10) or an
+    object the schema leaves open. Bounded: `max_nodes` schemas, `_MAX_PLAN_DEPTH` levels.
     """
-    if not isinstance(input_schema, Mapping):
+    if not isinstance(input_schema, Mapping) or not names:
         return ANYWHERE
-    if not names:
-        return KeyPlan()
     memo: dict[int, KeyPlan] = {}
     budget = [max_nodes]
 
@@ -307,8 +294,6 @@ def key_plan(input_schema: Any, names: frozenset[str], max_nodes: int = 10_000) 
                 todo.append((items, level + 1))
             elif isinstance(items, list):
                 todo.extend((b, level + 1) for b in items)
-            elif item.get("type") == "array" and items is None:
-                todo.append(({}, level + 1))  # elements of any shape
         return out
 
     def plan_of(schema: Any, depth: int) -> KeyPlan:
@@ -317,46 +302,42 @@ def key_plan(input_schema: Any, names: frozenset[str], max_nodes: int = 10_000) 
         if known is not None:
             return known
         plan = memo[id(resolved)] = KeyPlan()
-        for branch in branches(resolved, depth):
-            if _shapeless(branch):
-                memo[id(resolved)] = ANYWHERE
-                return ANYWHERE
-            properties = branch.get("properties")
-            if isinstance(properties, Mapping):
-                for name, sub in properties.items():
-                    plan.declared.add(name)
-                    if isinstance(name, str) and _matches(name, names):
-                        plan.keys.add(name)
-                    elif depth < _MAX_PLAN_DEPTH and budget[0] > 0:
-                        plan.children.setdefault(name, plan_of(sub, depth + 1))
-            extra = branch.get("additionalProperties")
-            if isinstance(extra, Mapping) and depth < _MAX_PLAN_DEPTH and plan.extra is None:
-                plan.extra = plan_of(extra, depth + 1)
+        found = branches(resolved, depth)
+        if any(_shapeless(b) for b in found) or depth >= _MAX_PLAN_DEPTH:
+            memo[id(resolved)] = ANYWHERE
+            return ANYWHERE
+        declared = [b["properties"] for b in found if isinstance(b.get("properties"), Mapping)
+                    and b["properties"]]  # fmt: skip
+        extras = [b.get("additionalProperties") for b in found]
+        free = [e for e in extras if isinstance(e, Mapping) or e is True]
+        if not declared and (free or any("patternProperties" in b for b in found)):
+            plan.is_map = True  # a free-form map: its names are data
+            value = next((e for e in free if isinstance(e, Mapping)), None)
+            plan.values = plan_of(value, depth + 1) if value is not None else None
+            return plan
+        for properties in declared:
+            for name, sub in properties.items():
+                if isinstance(name, str) and not _matches(name, names) and budget[0] > 0:
+                    plan.children.setdefault(name, plan_of(sub, depth + 1))
         return plan
 
     root = plan_of(input_schema, 0)
-    _prune_plans(list(memo.values()))
-    return root if root is ANYWHERE or not root.empty else KeyPlan()
+    return _prune_plans(root, list(memo.values()))
 
 
-def _prune_plans(plans: list[KeyPlan]) -> None:
-    """Keep only the children that lead to a key field or to ANYWHERE (a fixpoint: cycles)."""
-    live = {id(ANYWHERE)} | {id(p) for p in plans if p.keys}
+def _prune_plans(root: KeyPlan, plans: list[KeyPlan]) -> KeyPlan:
+    """Keep only what leads to a map (a fixpoint: cycles); the rest is ANYWHERE."""
+    live = {id(p) for p in plans if p.is_map}
     changed = True
     while changed:
         changed = False
         for p in plans:
-            if id(p) in live:
-                continue
-            leads = [*p.children.values(), *([p.extra] if p.extra is not None else [])]
-            if any(id(c) in live for c in leads):
+            if id(p) not in live and any(id(c) in live for c in p.children.values()):
                 live.add(id(p))
                 changed = True
     for p in plans:
-        if p is ANYWHERE:
-            continue
-        p.children = {k: c for k, c in p.children.items() if id(c) in live}
-        if p.extra is not None and id(p.extra) not in live:
-            p.extra = None
-        if not p.children and p.extra is None:
-            p.declared = set()  # nothing below leads to a key: no need to tell names apart
+        if p is not ANYWHERE:
+            p.children = {k: c for k, c in p.children.items() if id(c) in live}
+            if p.values is not None and id(p.values) not in live:
+                p.values = None
+    return root if id(root) in live else ANYWHERE

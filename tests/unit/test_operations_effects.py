@@ -184,33 +184,40 @@ ENV_SCHEMA = {
     "properties": {
         "service": {"type": "string"},
         "variables": {"type": "object", "additionalProperties": {"type": "string"}},
+        "labels": {"type": "object", "patternProperties": {"^x-": {"type": "string"}}},
         "idempotency_key": {"type": "string"},
         "options": {"$ref": "#/$defs/Options"},
-        "orders": {"type": "array", "items": {"$ref": "#/$defs/Options"}},
+        "orders": {"type": "array", "items": {"$ref": "#/$defs/Order"}},
         "metadata": {"type": "object"},  # says nothing about its names: K5 below it
     },
     "$defs": {
         "Options": {
             "type": "object",
             "properties": {"client_token": {"type": "string"}, "next": {"$ref": "#/$defs/Options"}},
-        }
+        },
+        "Order": {"type": "object", "properties": {
+            "client_order_id": {"type": "string"},
+            "tags": {"type": "object", "additionalProperties": {"type": "string"}}}},
     },
-}
+}  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("arguments", "found"),
     [
         ({"service": "api", "variables": {"CLIENT_TOKEN": "abc"}}, []),  # data, not a key
+        ({"labels": {"x-idempotency-key": "v"}}, []),  # patternProperties: data too
         ({"variables": {"idempotency_key": "x"}, "idempotency_key": "k"}, ["idempotency_key"]),
         ({"options": {"client_token": "t", "next": {"client_token": "u"}}},
          ["options.client_token", "options.next.client_token"]),
-        ({"orders": [{"client_token": "a"}, {"x": 1}]}, ["orders[0].client_token"]),
+        ({"orders": [{"client_order_id": "a", "tags": {"dedup_key": "d"}}, {"x": 1}]},
+         ["orders[0].client_order_id"]),
         ({"metadata": {"deep": {"dedup_key": "d"}}}, ["metadata.deep.dedup_key"]),
-        ({"Idempotency-Key": "k"}, []),  # another spelling than the schema declares
+        # a name the agent added to a record is read by K5: the same operation with a key
+        ({"service": "api", "Idempotency-Key": "k"}, ["Idempotency-Key"]),
     ],
 )  # fmt: skip
-def test_e3_keys_only_where_the_schema_declares_them(arguments, found):  # E3 K5
+def test_e3_key_like_names_in_free_form_maps_are_data(arguments, found):  # E3 K5
     plan = key_plan(ENV_SCHEMA, KEYS)
     assert [path for path, _ in find_keys(arguments, KEYS, plan)] == found
 
@@ -232,29 +239,36 @@ def test_e3_two_env_maps_that_differ_in_a_key_like_name_are_two_operations():  #
 
 
 @pytest.mark.parametrize(
-    "schema",
+    ("schema", "found"),
     [
-        {"type": "object", "additionalProperties": {"type": "string"}},  # a map at the top
-        {"type": "object", "properties": {"amount": {"type": "number"}}},  # no key declared
-        {"type": "object", "properties": {}, "additionalProperties": True},
+        # a map on top: its own names are data; what a value holds is another object's names
+        ({"type": "object", "additionalProperties": {"type": "string"}}, ["x.client_token"]),
+        ({"type": "object", "properties": {}, "additionalProperties": True}, ["x.client_token"]),
+        ({"type": "object", "properties": {"amount": {"type": "number"}}},
+         ["idempotency_key", "x.client_token"]),  # a record: K5, declared or not
+        ({"type": "object", "properties": {"x": {"type": "object", "additionalProperties": True}}},
+         ["idempotency_key"]),  # x is a map
     ],
+)  # fmt: skip
+def test_e3_only_a_map_makes_names_data(schema, found):  # E3 K5
+    arguments = {"idempotency_key": "k", "x": {"client_token": "t"}}
+    assert [p for p, _ in find_keys(arguments, KEYS, key_plan(schema, KEYS))] == found
+
+
+@pytest.mark.parametrize(
+    "schema", [None, {}, {"type": "object"}, {"type": "object", "properties": {"a": {}}}]
 )
-def test_e3_a_schema_without_a_declared_key_field_has_no_key_anywhere(schema):  # E3
-    assert find_keys({"idempotency_key": "k", "x": {"client_token": "t"}}, KEYS,
-                     key_plan(schema, KEYS)) == []  # fmt: skip
-
-
-@pytest.mark.parametrize("schema", [None, {}, {"type": "object"}])
-def test_e3_no_schema_or_a_shapeless_one_keeps_the_any_depth_rule(schema):  # E3 K5
+def test_e3_without_a_map_the_any_depth_rule_stays(schema):  # E3 K5
     assert key_plan(schema, KEYS) is ANYWHERE
 
 
-def test_e3_a_recursive_schema_ends_and_finds_keys_at_any_declared_depth():  # E3
+def test_e3_a_recursive_schema_ends_and_finds_keys_at_any_depth():  # E3
     schema = {"$ref": "#/$defs/Node", "$defs": {"Node": {
         "type": "object",
-        "properties": {"child": {"$ref": "#/$defs/Node"}, "dedup_key": {"type": "string"}},
+        "properties": {"child": {"$ref": "#/$defs/Node"}, "dedup_key": {"type": "string"},
+                       "env": {"type": "object", "additionalProperties": {"type": "string"}}},
     }}}  # fmt: skip
-    deep: dict[str, Any] = {"dedup_key": "bottom"}
+    deep: dict[str, Any] = {"dedup_key": "bottom", "env": {"dedup_key": "data"}}
     for _ in range(200):
         deep = {"child": deep}
     found = find_keys(deep, KEYS, key_plan(schema, KEYS))
