@@ -167,6 +167,7 @@ def execute(
     from runner.matrix import shard as shard_of
     from runner.spec import load_spec
     from runner.spec._load import read_spec_text
+    from runner.store.opening import name_problem as store_name_problem
 
     if in_process is not None and in_process not in ("auto", "always", "never"):
         return _error(f"--in-process must be auto, always or never, got {in_process!r}", command)
@@ -176,6 +177,8 @@ def execute(
         return _error("--address works only with --executor ray", command)
     if executor != "ray" and cpus_per_run != 1.0:
         return _error("--cpus-per-run works only with --executor ray", command)
+    if problem := store_name_problem(db):  # V8: the runs go to a file, never to memory
+        return _error(f"--db: {problem}", command)
     try:
         spec_text = read_spec_text(spec_path)  # V4; read once: what runs is what is stored
         spec = load_spec(spec_path, text=spec_text)
