@@ -92,7 +92,8 @@ def sweep(
     """Run (resumably), compare with the baseline, write JUnit + HTML.
 
     2 on a regression; else 3 when a run failed to run (never "no regression" then)."""
-    from runner.regression import compare_to_baseline, export_summary, junit_xml
+    from runner.regression import compare_to_baseline, export_summary, junit_xml, load_summary
+    from runner.store import StoreError
 
     if baseline is not None and not baseline.exists():
         return _error(
@@ -101,6 +102,10 @@ def sweep(
     problem = _check_outputs(**{"--junit": junit, "-o": out, "--export-baseline": export_baseline})
     if problem:
         return _error("sweep", problem)
+    try:  # V13: the whole baseline, before any run (V8: a store from elsewhere)
+        base = load_summary(baseline) if baseline is not None else None
+    except StoreError as exc:
+        return _error("sweep", str(exc))
     executed = execute(
         spec, db=db, concurrency=concurrency, resume=True, retry_errors=False, only=[],
         dry_run=False, in_process=None, command="sweep", executor=executor, address=address,
@@ -119,7 +124,7 @@ def sweep(
             return EXIT_ERROR
         if baseline is None:
             print("No --baseline given: nothing to compare with.")
-        result = compare_to_baseline(baseline, db, name)  # no baseline: every group new
+        result = compare_to_baseline(base, db, name)  # no baseline: every group new
         if junit is not None:
             write_file(junit, junit_xml(result), "JUnit XML file")
             print(f"JUnit XML written to {junit}")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -34,7 +35,7 @@ import duckdb
 
 from harness.base.errors import InputFileError, OutputFileError
 from harness.base.infile import open_input
-from harness.base.outfile import resolve
+from harness.base.outfile import kind_of, resolve
 from runner.store import migrations, schema
 from runner.store.errors import StoreOpenError
 
@@ -98,6 +99,9 @@ def identity(path: Path) -> tuple[int, int]:
 
 def _header(path: Path) -> bytes:
     """The first bytes of an existing regular file (V4: not a FIFO, device, /proc or /sys)."""
+    st = os.stat(path) if os.path.exists(path) else None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise StoreOpenError(f"run store {path} is {kind_of(st.st_mode)}, not a DuckDB file")
     try:
         with open_input(path, "run store") as (handle, _size):
             return handle.read(16)
