@@ -9,6 +9,7 @@ stored), 130 interrupted. `sweep` adds 2: a regression against the baseline.
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -165,7 +166,7 @@ def execute(
     """Run the selected matrix; an exit code when it could not start or only listed it."""
     from runner.matrix import describe, expand, parse_shard, select
     from runner.matrix import shard as shard_of
-    from runner.spec import load_spec
+    from runner.spec import load_spec, unset_variables
     from runner.spec._load import read_spec_text
     from runner.store.opening import name_problem as store_name_problem
 
@@ -194,6 +195,10 @@ def execute(
         # G2. An empty shard is no mistake (more shards than cells): its store just holds none.
         by_group = any(p.kind == "auto" for p in spec.patches)
         cells = shard_of(cells, *shard_of_n, by_group=by_group)
+    # V13: a key the runs would miss fails now (also in --dry-run), not in every run.
+    unset = unset_variables(spec, (c.model for c in cells), (c.upstream for c in cells), os.environ)
+    if unset:
+        return _error("\n".join(f"{spec_path}: {line}" for line in unset), command)
     if dry_run:
         print(terminal(describe(cells), lines=True))
         return EXIT_OK
