@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,6 +16,9 @@ from runner.cli.app import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, EXIT_RUNS_FAILE
 from runner.cli.app import print_error as _error  # one line per problem
 from runner.cli.report import default_report_path, report
 from runner.cli.run import ADDRESS_HELP, CPUS_HELP, EXECUTOR_HELP, execute
+
+if TYPE_CHECKING:
+    from runner.regression import Summary
 
 
 def sweep_command(
@@ -52,7 +55,7 @@ def sweep_command(
 ) -> None:
     """Regression sweep: run (resumably), compare duplicate rates with a baseline.
 
-    Exit codes: 0 every run ran and no group regressed; 1 bad input; 2 a group's duplicate rate rose above its baseline interval; 3 a run failed to run or was not run (no claim of "no regression" then; JUnit shows those groups as errors); 130 interrupted.
+    Exit codes: 0 every run ran and no group regressed; 1 bad input; 2 a group's duplicate rate rose above its baseline interval; 3 a run failed to run or was not run (no claim of "no regression" then; JUnit shows those groups as errors); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): every finished run is stored and the JUnit XML covers the runs stored so far.
     """
     raise typer.Exit(
         sweep(
@@ -74,6 +77,22 @@ def _check_outputs(**paths: Path | None) -> str | None:
         except HarnessError as exc:
             return str(exc)
     return None
+
+
+def _interrupted(code: int, base: Summary | None, db: Path, name: str, junit: Path | None) -> int:
+    """V14: a sweep cut short by Ctrl-C or SIGTERM writes the JUnit XML of the runs it stored
+    (what ran is compared; no HTML report, no baseline export from a partial sweep) and exits
+    with the interruption's code."""
+    from runner.regression import compare_to_baseline, junit_xml
+
+    if junit is not None:
+        try:
+            write_file(junit, junit_xml(compare_to_baseline(base, db, name)), "JUnit XML file")
+        except (HarnessError, ValueError) as exc:
+            _error("sweep", str(exc))
+        else:
+            print(f"JUnit XML of the runs stored so far written to {junit}")
+    return code
 
 
 def sweep(
@@ -114,6 +133,8 @@ def sweep(
     if isinstance(executed, int):
         return executed
     name = executed.spec.name
+    if executed.interrupted is not None:
+        return _interrupted(executed.interrupted, base, db, name, junit)
     incomplete = not executed.complete
     try:
         if export_baseline is not None:
