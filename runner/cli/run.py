@@ -47,9 +47,13 @@ def run_command(
     spec: Annotated[
         Path, typer.Argument(help="The experiment spec (YAML), e.g. experiments/example.yaml.")
     ],
-    db: Annotated[Path, typer.Option("--db", help="The DuckDB file runs are stored in.")] = Path(
-        "reports/runs.duckdb"
-    ),
+    db: Annotated[
+        Path,
+        typer.Option(
+            "--db",
+            help="The DuckDB file runs are stored in (a file path: not :memory:, md:, a URL; an existing file must be a run store).",
+        ),
+    ] = Path("reports/runs.duckdb"),
     concurrency: Annotated[
         int | None,
         typer.Option(
@@ -74,7 +78,11 @@ def run_command(
         ),
     ] = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List the matrix and its size; run nothing.")
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="List the matrix and its size; run nothing (the spec's bounds and os.environ/NAME references are checked as for a run).",
+        ),
     ] = False,
     in_process: Annotated[
         str | None,

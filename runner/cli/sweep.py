@@ -28,7 +28,8 @@ def sweep_command(
     baseline: Annotated[
         Path | None,
         typer.Option(
-            "--baseline", help="A run store (DuckDB) or an exported JSON summary to compare with."
+            "--baseline",
+            help="A run store (DuckDB, read-only, never changed) or an exported JSON summary to compare with; checked whole before any run.",
         ),
     ] = None,
     db: Annotated[Path, typer.Option("--db", help="Where this sweep's runs are stored.")] = Path(
