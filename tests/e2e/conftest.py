@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import browser  # the repo root is on sys.path: pytest's `pythonpath`
+from tests.support import browser  # the repo root is on sys.path: pytest's `pythonpath`
 
 THIRDPARTY_DIR = Path(__file__).parent / "thirdparty"
 NPM_SCOPE_DIR = THIRDPARTY_DIR / "node_modules" / "@modelcontextprotocol"

@@ -28,8 +28,8 @@ import anyio
 import pytest
 
 from tests.e2e.conftest import require
-from tests.e2e.httpkit import DEADLINE_S, running
-from tests.e2e.httptap import HttpTap, Wire
+from tests.support.httpkit import DEADLINE_S, running
+from tests.support.httptap import HttpTap, Wire
 
 pytestmark = pytest.mark.slow
 

@@ -31,11 +31,12 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from harness.wire.transport import StreamLineReader, StreamLineWriter, mcp_streams
-from tests.linetap import READ_LIMIT, TapReader
+from tests.support.linetap import READ_LIMIT, TapReader
+from tests.support.paths import COUNTING_SERVER
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-SERVER = Path(__file__).parent / "servers" / "counting_server.py"
+SERVER = COUNTING_SERVER
 BOOK = {"guest": "Ann", "date": "2026-12-01"}
 OTHER = {"guest": "Bob", "date": "2026-12-02"}
 DEADLINE_S = 30  # any single wait in this file
@@ -114,8 +115,12 @@ async def start(argv: list[str], tmp_path: Path, **popen: Any) -> asyncio.subpro
     err = (tmp_path / "proxy.err").open("ab")
     try:
         return await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=err,
-            limit=READ_LIMIT, **popen,
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=err,
+            limit=READ_LIMIT,
+            **popen,
         )
     finally:
         err.close()
@@ -213,7 +218,11 @@ async def test_j8_f1_no_retry_is_pass_80_and_the_write_really_ran(agent_harness_
     assert "UNVERIFIED_AFTER_TIMEOUT" in codes(mid["report"]["observations"])
     final = run.report()
     assert run.returncode == 0
-    assert (final["status"], final["verdict"], final["score"]["overall"]) == ("finished", "PASS", 80)
+    assert (final["status"], final["verdict"], final["score"]["overall"]) == (
+        "finished",
+        "PASS",
+        80,
+    )
     assert [p["id"] for p in final["patches"]] == ["VERIFICATION"]
     assert run.truth() == [("create_booking", BOOK)]
 
@@ -324,9 +333,7 @@ async def test_x5_upstream_crash_answers_unavailable_and_logs_the_stderr_tail(
     agent_harness_bin, tmp_path
 ):
     noise = "counting-noise-7f3a: starting up"
-    async with proxy_session(
-        agent_harness_bin, tmp_path, server=("--stderr-noise", noise)
-    ) as run:
+    async with proxy_session(agent_harness_bin, tmp_path, server=("--stderr-noise", noise)) as run:
         crashed = await run.client.call_tool("crash_write", {"item": "c"})
         later = await run.client.call_tool("create_booking", BOOK)
         read = await run.client.call_tool("search_bookings", {})
@@ -398,8 +405,9 @@ async def test_x6_sh_wrapper_and_its_children_are_all_gone_after_the_session(
     assert run.truth() == [("create_booking", BOOK)]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
-                         ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name
+)
 async def test_x6_signal_ends_cleanly_with_a_final_report(agent_harness_bin, tmp_path, sig):
     async with proxy_session(agent_harness_bin, tmp_path, "--scenario", "F1") as run:
         await run.client.call_tool("create_booking", BOOK)
@@ -408,7 +416,11 @@ async def test_x6_signal_ends_cleanly_with_a_final_report(agent_harness_bin, tmp
         code = await run.wait_exit()
     assert code == 0
     final = run.report()
-    assert (final["status"], final["verdict"], final["score"]["overall"]) == ("finished", "PASS", 80)
+    assert (final["status"], final["verdict"], final["score"]["overall"]) == (
+        "finished",
+        "PASS",
+        80,
+    )
     assert run.truth() == [("create_booking", BOOK)]
     assert await wait_gone([server]) == []
     stderr = run.stderr()
@@ -419,8 +431,9 @@ async def test_x6_broken_client_pipe_ends_proxy_and_upstream_without_traceback(
     agent_harness_bin, tmp_path
 ):
     truth = tmp_path / "truth.jsonl"
-    argv = proxy_argv(agent_harness_bin, truth, report=tmp_path / "report.json",
-                      server=("--slow-ms", "300"))
+    argv = proxy_argv(
+        agent_harness_bin, truth, report=tmp_path / "report.json", server=("--slow-ms", "300")
+    )
     err = (tmp_path / "proxy.err").open("wb")
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
     err.close()
@@ -431,15 +444,28 @@ async def test_x6_broken_client_pipe_ends_proxy_and_upstream_without_traceback(
             proc.stdin.write(json.dumps({"jsonrpc": "2.0", **body}).encode() + b"\n")
             proc.stdin.flush()
 
-        send({"id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "dying-client", "version": "0"}}})
+        send(
+            {
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "dying-client", "version": "0"},
+                },
+            }
+        )
         assert json.loads(proc.stdout.readline())["id"] == 1  # bounded by the test timeout
         send({"method": "notifications/initialized"})
         # A write whose answer will find nobody to read it: the client "dies" meanwhile, as a
         # killed process does, by the kernel closing its ends of both pipes.
-        send({"id": 2, "method": "tools/call",
-              "params": {"name": "slow_write", "arguments": {"item": "s"}}})
+        send(
+            {
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "slow_write", "arguments": {"item": "s"}},
+            }
+        )
         await wait_file(truth, lambda t: "slow_write" in t)
         server = json.loads(truth.read_text().splitlines()[-1])["pid"]
         proc.stdout.close()
@@ -509,7 +535,9 @@ async def test_o5_second_proxy_on_the_same_report_file_is_refused(agent_harness_
         before = report.read_bytes()
         second = subprocess.run(
             proxy_argv(agent_harness_bin, tmp_path / "truth2.jsonl", report=report),
-            stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE_S,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=DEADLINE_S,
         )
         assert second.returncode == 1
         assert "another agent-harness proxy" in second.stderr.decode()
@@ -582,9 +610,16 @@ async def test_x7_oversized_messages_make_the_upstream_unavailable_or_end_the_se
         big = await run.client.call_tool("big_answer", {"item": "b"})
         later = await run.client.call_tool("create_booking", OTHER)
         # Now a client message over the limit: the session ends cleanly.
-        await run.raw({"id": "huge", "method": "tools/call",
-                       "params": {"name": "create_booking",
-                                  "arguments": {"guest": "y" * 70_000, "date": "d"}}})
+        await run.raw(
+            {
+                "id": "huge",
+                "method": "tools/call",
+                "params": {
+                    "name": "create_booking",
+                    "arguments": {"guest": "y" * 70_000, "date": "d"},
+                },
+            }
+        )
         code = await run.wait_exit()
     assert booked.is_error is False
     assert big.is_error is True and "UPSTREAM_UNAVAILABLE" in text(big)  # X7: upstream side
@@ -602,8 +637,10 @@ async def test_x7_deeply_nested_arguments_are_judged_and_the_proxy_keeps_serving
 ):
     depth = 100_000
     nested = b'{"guest":' + b"[" * depth + b"]" * depth + b',"date":"d"}'
-    line = (b'{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":'
-            b'{"name":"create_booking","arguments":' + nested + b"}}")
+    line = (
+        b'{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":'
+        b'{"name":"create_booking","arguments":' + nested + b"}}"
+    )
     async with proxy_session(agent_harness_bin, tmp_path, "--upstream-timeout", "1") as run:
         await run.raw(line)
         # The counting server's SDK cannot parse it and never answers: the proxy's timeout does.
@@ -614,7 +651,9 @@ async def test_x7_deeply_nested_arguments_are_judged_and_the_proxy_keeps_serving
     assert after.is_error is False  # still serving
     deep, normal = during["report"]["operations"]
     assert (deep["tool"], deep["attempts"], deep["outcome"]) == (
-        "create_booking", 1, "EXECUTION_UNKNOWN"
+        "create_booking",
+        1,
+        "EXECUTION_UNKNOWN",
     )  # judged, as an operation of its own
     # K4: the operation carries the default the schema declares for room_type
     assert normal["arguments"] == {**BOOK, "room_type": "standard"} and normal["executions"] == 1
@@ -643,8 +682,14 @@ def test_x8_upstream_command_that_does_not_exist_exits_1_with_startup_error(
 ):
     report = tmp_path / "report.json"
     missing = str(tmp_path / "no-such-server")
-    argv = [str(agent_harness_bin), "proxy", "--upstream-command", missing,
-            "--report-file", str(report)]
+    argv = [
+        str(agent_harness_bin),
+        "proxy",
+        "--upstream-command",
+        missing,
+        "--report-file",
+        str(report),
+    ]
     done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE_S)
     assert done.returncode == 1
     assert missing in done.stderr.decode() and "Traceback" not in done.stderr.decode()

@@ -23,7 +23,6 @@ import aiohttp
 import anyio
 import pytest
 
-from tests.e2e.httpkit import executions, running
 from tests.e2e.test_proxy_e2e import (
     BOOK,
     DEADLINE_S,
@@ -38,7 +37,8 @@ from tests.e2e.test_proxy_e2e import (
     wait_gone,
 )
 from tests.e2e.test_proxy_http_faults import Agent
-from tests.e2e.transparency import RawClient
+from tests.support.httpkit import executions, running
+from tests.support.transparency import RawClient
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 OTHER_UID = 54321

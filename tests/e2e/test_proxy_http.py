@@ -22,7 +22,7 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.e2e.httpkit import (
+from tests.support.httpkit import (
     DEADLINE_S,
     Running,
     counting_server_argv,

@@ -23,7 +23,7 @@ import anyio
 import pytest
 
 from tests.e2e.conftest import NPM_INSTALL_HINT, THIRDPARTY_DIR, require
-from tests.e2e.httpkit import (
+from tests.support.httpkit import (
     DEADLINE_S,
     counting_server_argv,
     counting_upstream,

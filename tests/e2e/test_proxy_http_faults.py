@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.e2e.httpkit import counting_upstream, executions, running
+from tests.support.httpkit import counting_upstream, executions, running
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

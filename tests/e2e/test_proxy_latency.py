@@ -22,7 +22,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from harness.events import AnswerSent, CallReceived, FaultApplied, read_jsonl
-from tests.e2e.httpkit import DEADLINE_S, counting_stdio_args, executions, mcp_client, running
+from tests.support.httpkit import DEADLINE_S, counting_stdio_args, executions, mcp_client, running
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

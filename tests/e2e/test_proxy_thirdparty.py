@@ -22,7 +22,7 @@ from mcp.client.session import ClientSession
 
 from harness.proxy.audit import AUDIT_TOOLS
 from harness.wire.transport import StreamLineReader, StreamLineWriter, mcp_streams
-from tests.linetap import READ_LIMIT, TapReader
+from tests.support.linetap import READ_LIMIT, TapReader
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

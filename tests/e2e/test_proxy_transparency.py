@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.transparency import (
+from tests.support.transparency import (
     Normaliser,
     RawClient,
     lines_of,

@@ -26,7 +26,7 @@ import yaml
 
 from runner.matrix import expand
 from runner.spec import load_spec
-from tests.runkit import cli_env, query
+from tests.support.runkit import cli_env, query
 
 pytestmark = pytest.mark.slow
 

@@ -17,8 +17,8 @@ import anyio
 import pytest
 
 from runner.upstreams import ground_truth
-from tests.e2e.httpkit import running
 from tests.e2e.test_runner_e2e import CLI_TIMEOUT_S, REQUEST, cli_env, query, write_spec
+from tests.support.httpkit import running
 
 pytestmark = [pytest.mark.slow]
 

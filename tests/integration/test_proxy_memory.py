@@ -23,7 +23,7 @@ from harness.benchmark.simulate import FakeClock
 from harness.proxy.audit import AUDIT_TOOLS
 from harness.report.file import ReportFile
 from harness.wire.transport import MemoryPipe, mcp_streams
-from tests.integration.proxy_fixture import (
+from tests.support.proxy_fixture import (
     BOOK,
     INSTRUCTIONS,
     RESOURCE_URI,

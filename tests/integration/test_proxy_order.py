@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.proxy_fixture import proxied
+from tests.support.proxy_fixture import proxied
 
 pytestmark = pytest.mark.anyio
 

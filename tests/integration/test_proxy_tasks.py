@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from harness.wire.protocol import RELATED_TASK_KEY
-from tests.integration.proxy_fixture import MemoryPipe, proxied
+from tests.support.proxy_fixture import MemoryPipe, proxied
 
 pytestmark = pytest.mark.anyio
 

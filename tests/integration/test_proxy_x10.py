@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.integration.proxy_fixture import BOOK, lenient_upstream, proxied
+from tests.support.proxy_fixture import BOOK, lenient_upstream, proxied
 
 pytestmark = pytest.mark.anyio
 

@@ -17,7 +17,7 @@ import pytest
 
 from runner.store import Store, StoreError, migrations
 from runner.store.merge import merge_stores
-from tests.runkit import BIN, scripted_sweep_spec
+from tests.support.runkit import BIN, scripted_sweep_spec
 
 pytestmark = pytest.mark.slow
 

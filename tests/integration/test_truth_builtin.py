@@ -15,7 +15,7 @@ import pytest
 
 from harness.wire.transport import MemoryPipe, mcp_streams
 from runner.upstreams import BUILTIN_UPSTREAMS, real_rows, serve
-from tests.integration.proxy_fixture import proxied
+from tests.support.proxy_fixture import proxied
 
 pytestmark = pytest.mark.anyio
 

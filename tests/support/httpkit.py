@@ -19,7 +19,9 @@ from typing import Any
 
 import anyio
 
-SERVER = Path(__file__).parent / "servers" / "counting_server.py"
+from tests.support.paths import COUNTING_SERVER
+
+SERVER = COUNTING_SERVER
 DEADLINE_S = 60
 _URL = re.compile(r"listening on (http://\S+)")
 
@@ -58,9 +60,7 @@ async def running(
     `stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT`.
     """
     kwargs.setdefault("stderr", asyncio.subprocess.PIPE)
-    proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.DEVNULL, **kwargs
-    )
+    proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL, **kwargs)
     run = Running(proc)
 
     async def drain() -> None:
