@@ -24,7 +24,8 @@ import pytest
 from runner.execute import execute_run
 from runner.matrix import expand
 from runner.spec import load_spec
-from tests.support.runkit import BIN, cli_env, query
+from tests.support.paths import BIN
+from tests.support.runkit import cli_env, query
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 900

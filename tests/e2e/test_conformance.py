@@ -27,9 +27,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.e2e.conftest import require
 from tests.support.httpkit import DEADLINE_S, running
 from tests.support.httptap import HttpTap, Wire
+from tests.support.prereq import require
 
 pytestmark = pytest.mark.slow
 

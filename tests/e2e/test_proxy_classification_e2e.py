@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.test_proxy_e2e import BOOK, codes, proxy_session
+from tests.support.proxyproc import BOOK, proxy_session
+from tests.support.reports import codes
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -28,10 +28,10 @@ import anyio
 import pytest
 
 from harness.wire.protocol import PROTOCOL_VERSION_KEY
-from tests.e2e.conftest import PY_INSTALL_HINT, require
 from tests.support.httpkit import DEADLINE_S, Running, mcp_client, running
 from tests.support.httptap import HttpTap
 from tests.support.paths import SERVERS
+from tests.support.prereq import PY_INSTALL_HINT, require
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -23,7 +23,8 @@ import aiohttp
 import anyio
 import pytest
 
-from tests.e2e.test_proxy_e2e import (
+from tests.support.httpkit import Agent, executions, running
+from tests.support.proxyproc import (
     BOOK,
     DEADLINE_S,
     SERVER,
@@ -31,13 +32,11 @@ from tests.e2e.test_proxy_e2e import (
     proxy_argv,
     proxy_session,
     start,
-    text,
     upstream_of,
     wait_file,
     wait_gone,
 )
-from tests.e2e.test_proxy_http_faults import Agent
-from tests.support.httpkit import executions, running
+from tests.support.reports import text
 from tests.support.transparency import RawClient
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

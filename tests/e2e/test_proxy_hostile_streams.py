@@ -10,29 +10,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.test_proxy_e2e import DEADLINE_S
-from tests.support.paths import SERVERS
+from tests.support.proxyproc import DEADLINE_S, INIT, INITIALIZED, scripted
 
 pytestmark = pytest.mark.slow
-SCRIPTED = SERVERS / "scripted_upstream.py"
 TOOLS = [{"name": "create_booking", "inputSchema": {"type": "object"}}]
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 def call(rpc_id: Any, arguments: Any = None) -> dict[str, Any]:
@@ -42,27 +28,6 @@ def call(rpc_id: Any, arguments: Any = None) -> dict[str, Any]:
         "method": "tools/call",
         "params": {"name": "create_booking", "arguments": arguments or {"guest": "Ann"}},
     }
-
-
-def scripted(bin_path: Path, tmp_path: Path, script: dict[str, Any], *flags: str) -> list[str]:
-    """`agent-harness proxy` in front of the scripted upstream."""
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps(script))
-    return [
-        str(bin_path),
-        "proxy",
-        "--upstream-command",
-        sys.executable,
-        "--upstream-arg",
-        str(SCRIPTED),
-        "--upstream-arg",
-        str(path),
-        "--upstream-arg",
-        str(tmp_path / "truth.jsonl"),
-        "--audit-tools",
-        "off",
-        *flags,
-    ]
 
 
 def lines(*messages: Any) -> bytes:

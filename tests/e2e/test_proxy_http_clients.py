@@ -22,7 +22,6 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.e2e.conftest import NPM_INSTALL_HINT, THIRDPARTY_DIR, require
 from tests.support.httpkit import (
     DEADLINE_S,
     counting_server_argv,
@@ -31,10 +30,11 @@ from tests.support.httpkit import (
     mcp_client,
     running,
 )
+from tests.support.prereq import NPM_INSTALL_HINT, THIRDPARTY_DIR, require
+from tests.support.proxyproc import BOOK
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-BOOK = {"guest": "Ann", "date": "2026-12-01"}
 TS_CLIENT = THIRDPARTY_DIR / "ts-client.mjs"
 
 

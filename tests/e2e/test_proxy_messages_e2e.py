@@ -19,8 +19,8 @@ import anyio
 import pytest
 
 from harness.wire.transport import StreamLineReader, StreamLineWriter
-from tests.e2e.test_proxy_e2e import BOOK, DEADLINE_S, proxy_argv, start
 from tests.support.linetap import READ_LIMIT, TapReader
+from tests.support.proxyproc import BOOK, DEADLINE_S, proxy_argv, start
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -28,7 +28,8 @@ from runner.matrix import expand
 from runner.records import RunRecord
 from runner.spec import load_spec
 from runner.store import Store
-from tests.support.runkit import BIN, scripted_sweep_spec
+from tests.support.paths import BIN
+from tests.support.runkit import scripted_sweep_spec
 
 pytestmark = pytest.mark.slow
 

@@ -8,28 +8,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 from tests.support.paths import BIN, ROOT
-
-SPEC = """\
-name: t
-models:
-{models}
-prompts: [{{name: p, text: Be careful.}}]
-upstreams: [{{name: b, builtin: booking}}]
-conversations: [{{name: c, user: "Book a room. guest: Al, date: 2026-12-01, nights: 1"}}]
-"""
-
-
-def write(tmp_path: Path, models: str) -> Path:
-    path = tmp_path / "exp.yaml"
-    path.write_text(SPEC.format(models=models), encoding="utf-8")
-    return path
+from tests.support.specs import write_models
 
 
 def test_l2_reading_a_spec_does_not_import_litellm(tmp_path):
-    path = write(tmp_path, "  - name: openai/smollm2\n    params: {api_base: http://x/v1}")
+    path = write_models(tmp_path, "  - name: openai/smollm2\n    params: {api_base: http://x/v1}")
     code = (
         "import sys; from runner.spec import load_spec; "
         f"load_spec({str(path)!r}); print('litellm' in sys.modules)"
@@ -42,7 +27,7 @@ def test_l2_reading_a_spec_does_not_import_litellm(tmp_path):
 
 
 def test_l2_dry_run_names_the_provider_typo(tmp_path):
-    path = write(tmp_path, "  - opnai/smollm2")
+    path = write_models(tmp_path, "  - opnai/smollm2")
 
     done = subprocess.run(
         [str(BIN), "run", str(path), "--dry-run"], capture_output=True, text=True, timeout=120

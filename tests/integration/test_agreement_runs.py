@@ -21,10 +21,10 @@ from runner.matrix import expand
 from runner.records import RunRecord
 from runner.spec import load_spec
 from tests.support.paths import COUNTING_SERVER
+from tests.support.specs import REQUEST
 
 pytestmark = pytest.mark.anyio
 
-REQUEST = "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
 
 
 @pytest.fixture

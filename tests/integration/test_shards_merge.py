@@ -17,7 +17,8 @@ import pytest
 
 from runner.store import Store, StoreError, migrations
 from runner.store.merge import merge_stores
-from tests.support.runkit import BIN, scripted_sweep_spec
+from tests.support.paths import BIN
+from tests.support.runkit import scripted_sweep_spec
 
 pytestmark = pytest.mark.slow
 

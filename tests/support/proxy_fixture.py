@@ -617,3 +617,18 @@ async def proxied(
             await proxy_done.wait()
             if upstream.release is not None:
                 upstream.release.set()  # never leave a hanging handler behind
+
+
+def call(rpc_id: Any, tool: str = "create_booking", arguments: Any = None, **extra: Any):
+    """A tools/call request as JSON (`rpc_id` ... leaves the id out: a notification)."""
+    body = {"jsonrpc": "2.0", "method": "tools/call",
+            "params": {"name": tool, "arguments": BOOK if arguments is None else arguments}}
+    if rpc_id is not ...:
+        body["id"] = rpc_id
+    return {**body, **extra}
+
+
+async def ping(h, rpc_id: str) -> None:
+    """A round trip: every line the client sent before it has been handled by the proxy."""
+    await h.raw_request(json.dumps({"jsonrpc": "2.0", "id": rpc_id, "method": "ping"}).encode(),
+                        rpc_id)

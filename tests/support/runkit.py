@@ -4,13 +4,13 @@ a run store, and a small scripted sweep."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-BIN = Path(sys.executable).parent / "agent-harness"  # the console script `make setup` installs
+CLI_TIMEOUT_S = 240  # one `agent-harness run` of a small experiment, real subprocesses
+E2E_LIMITS = {"run_timeout_s": 120}  # a spec's limits where every run starts real processes
 
 
 def cli_env() -> dict[str, str]:

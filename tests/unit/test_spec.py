@@ -6,39 +6,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from runner.spec import FrozenDict, SpecError, load_spec
+from runner.spec import FrozenDict, load_spec
+from tests.support.specs import load_error, spec_text, write
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 MARK = "# <-"  # marks the line an error must name
-
-BLOCKS = {
-    "models": "[scripted/careful]",
-    "prompts": "[{name: p, text: Be careful.}]",
-    "upstreams": "[{name: b, builtin: booking}]",
-    "conversations": '[{name: c, user: "Book a room. guest: Al, date: 2026-12-01, nights: 1"}]',
-}
-
-
-def spec_text(**blocks: str | None) -> str:
-    """A valid spec with some top-level blocks replaced (None drops one, new keys are added)."""
-    merged = {**BLOCKS, **blocks}
-    lines = []
-    for key, value in merged.items():
-        if value is not None:
-            lines.append(f"{key}:{value}" if value.startswith("\n") else f"{key}: {value}")
-    return "\n".join(lines) + "\n"
-
-
-def write(tmp_path: Path, text: str, name: str = "exp.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def load_error(path: Path) -> str:
-    with pytest.raises(SpecError) as info:
-        load_spec(path)
-    return str(info.value)
 
 
 # R2

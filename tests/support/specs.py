@@ -1,0 +1,79 @@
+"""Experiment specs for tests: a small valid spec as text with blocks replaced, a booking spec
+written as YAML from fields, and the one-line error a bad spec gets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from runner.spec import SpecError, load_spec
+
+REQUEST = "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
+TRY_AGAIN = "That did not work. Please try again."
+HOTEL = "You are the booking assistant of a hotel."
+
+BLOCKS = {
+    "models": "[scripted/careful]",
+    "prompts": "[{name: p, text: Be careful.}]",
+    "upstreams": "[{name: b, builtin: booking}]",
+    "conversations": '[{name: c, user: "Book a room. guest: Al, date: 2026-12-01, nights: 1"}]',
+}
+
+MODELS_SPEC = """\
+name: t
+models:
+{models}
+prompts: [{{name: p, text: Be careful.}}]
+upstreams: [{{name: b, builtin: booking}}]
+conversations: [{{name: c, user: "Book a room. guest: Al, date: 2026-12-01, nights: 1"}}]
+"""
+
+
+def spec_text(**blocks: str | None) -> str:
+    """A valid spec with some top-level blocks replaced (None drops one, new keys are added)."""
+    merged = {**BLOCKS, **blocks}
+    lines = []
+    for key, value in merged.items():
+        if value is not None:
+            lines.append(f"{key}:{value}" if value.startswith("\n") else f"{key}: {value}")
+    return "\n".join(lines) + "\n"
+
+
+def write(tmp_path: Path, text: str, name: str = "exp.yaml") -> Path:
+    """`text` as the file `name` in `tmp_path`."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def write_models(tmp_path: Path, models: str) -> Path:
+    """A valid spec named t whose `models:` block is the given YAML lines (line 3 onwards)."""
+    return write(tmp_path, MODELS_SPEC.format(models=models))
+
+
+def load_error(path: Path) -> str:
+    """The SpecError that loading `path` raises, as text."""
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    return str(info.value)
+
+
+def write_spec(folder: Path, name: str, *, file: str | None = None, **fields: Any) -> Path:
+    """A spec against the built-in booking service under F1 as YAML (`fields` replace the
+    defaults: one careful model, one conversation, a 60 s run timeout); its path."""
+    data: dict[str, Any] = {
+        "name": name,
+        "models": ["scripted/careful"],
+        "prompts": [{"name": "p", "text": HOTEL}],
+        "upstreams": [{"name": "booking", "builtin": "booking"}],
+        "scenarios": ["F1"],
+        "conversations": [{"name": "single", "user": REQUEST}],
+        "limits": {"run_timeout_s": 60},
+        **fields,
+    }
+    path = folder / (file or f"{name}.yaml")
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
