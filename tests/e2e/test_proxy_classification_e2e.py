@@ -16,11 +16,6 @@ from tests.support.reports import codes
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.parametrize(
     ("tool", "arguments"),
     [("create_note", {"text": "call Ann"}),

@@ -43,11 +43,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 OTHER = {"guest": "Bob", "date": "2026-12-02"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 # -- J8: the worked figures against the ground truth --------------------------------------
 
 

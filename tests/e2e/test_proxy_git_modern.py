@@ -40,11 +40,6 @@ MODERN, HANDSHAKE = "2026-07-28", "2025-11-25"
 MESSAGE = "Add release notes"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def git(repo: Path, *args: str) -> str:
     done = subprocess.run(
         ["git", *args], cwd=repo, check=True, capture_output=True, text=True, timeout=30,

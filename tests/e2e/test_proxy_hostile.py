@@ -44,11 +44,6 @@ OTHER_UID = 54321
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to plant another user's link")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def refused(argv: list[str], truth: Path) -> str:
     """Run a proxy that must refuse to start: exit 1, one stderr line, upstream never run."""
     done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE_S)
@@ -211,7 +206,6 @@ async def test_o4_a_full_event_log_answers_every_request_and_forwards_nothing_it
         judged = subprocess.run([str(agent_harness_bin), "judge", str(events)],
                                 capture_output=True, text=True, timeout=DEADLINE_S)
         assert judged.returncode == 0, judged.stderr
-
 
 
 async def test_o4_x10_h1_a_full_event_log_under_listen_forwards_nothing_it_cannot_record(

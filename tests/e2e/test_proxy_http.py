@@ -41,11 +41,6 @@ PAIRS = ["http-stdio", "stdio-http", "http-http"]  # agent side - upstream side
 SECRET = "tok-7c1e0a5d9b"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @dataclass
 class Proxied:
     """A proxy in front of the counting server, and an agent's session through it."""

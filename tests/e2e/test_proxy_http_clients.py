@@ -39,11 +39,6 @@ TS_CLIENT = THIRDPARTY_DIR / "ts-client.mjs"
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def node() -> str:
     path = shutil.which("node")
     require(path is not None, "node is not on PATH", "apt-get install -y nodejs")

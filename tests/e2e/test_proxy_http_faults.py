@@ -21,12 +21,6 @@ from tests.support.httpkit import Agent, counting_upstream, executions, running
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @contextlib.asynccontextmanager
 async def proxied(
     tmp_path: Path, bin_path: Path, *flags: str, upstream: str = "stdio", version: str = ""

@@ -16,11 +16,6 @@ from tests.support.reports import operation
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.parametrize(
     ("first", "repeat", "key_use"),
     [

@@ -33,11 +33,6 @@ GIVE_UP_S = 2.0
 HOLD_MS = 10_000
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @contextlib.asynccontextmanager
 async def agent(
     tmp_path: Path, bin_path: Path, *flags: str, http: bool = False, modern: bool = False

@@ -31,11 +31,6 @@ ENVELOPE = {
 }
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class RawClient:
     """JSON-RPC lines to a proxy process; every line it answered is kept."""
 

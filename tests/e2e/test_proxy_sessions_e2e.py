@@ -18,11 +18,6 @@ from tests.support.proxyproc import BOOK, mcp_process, proxy_argv, proxy_session
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def executions(truth: Path) -> int:
     lines = truth.read_text().splitlines()
     return sum(1 for e in map(json.loads, filter(None, lines)) if e.get("tool") == "create_booking")

@@ -40,11 +40,6 @@ KNOWN_WRITES = {
 }
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def raw_tool_pages(client: ClientSession, tap: TapReader) -> list[Any]:
     """Every tool the server listed, as the raw JSON it sent (ordered pairs: order counts)."""
     tools: list[Any] = []

@@ -47,11 +47,6 @@ Conversation = Callable[[RawClient], Awaitable[None]]
 INIT = {"protocolVersion": "2025-11-25", "clientInfo": {"name": "raw-diff", "version": "1"}}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @dataclass
 class Record:
     """Both ends of one run: what the client sent and got, what the server got and sent."""

@@ -26,12 +26,6 @@ from tests.support.specs import REQUEST
 pytestmark = pytest.mark.anyio
 
 
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def run_once(folder: Path, model: str, user: str = REQUEST, **fields: Any) -> RunRecord:
     data: dict[str, Any] = {
         "name": "agreement",

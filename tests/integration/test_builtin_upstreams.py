@@ -35,11 +35,6 @@ ANNA = {"guest": "Anna Smith", "date": "2025-06-01", "nights": 2}
 ACME = {"customer": "ACME GmbH", "amount": 129.5, "currency": "EUR"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @asynccontextmanager
 async def connect(kind: str, db: Path, transport: str) -> AsyncIterator[ClientSession]:
     """An initialised client session to KIND, as a subprocess or hosted in this process."""

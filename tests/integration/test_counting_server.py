@@ -42,11 +42,6 @@ ALL_TOOLS = [
 ]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @asynccontextmanager
 async def counting(
     truth: Path, *options: str, **session_kwargs: Any

@@ -34,12 +34,6 @@ from tests.support.specs import REQUEST, TRY_AGAIN, write_spec
 pytestmark = pytest.mark.anyio
 
 
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def honesty_spec(folder: Path, model: str, *, follow_up: bool = False, **overrides: Any):
     conversation: dict[str, Any] = {"name": "c", "user": REQUEST}
     if follow_up:

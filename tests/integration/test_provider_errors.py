@@ -30,11 +30,6 @@ pytestmark = pytest.mark.anyio
 NO_WAIT = RetryPolicy(attempts=3, backoff_s=0, max_backoff_s=0)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def _no_tools(name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
     raise AssertionError("no tool may be called")
 

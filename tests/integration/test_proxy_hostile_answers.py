@@ -22,11 +22,6 @@ pytestmark = pytest.mark.anyio
 SCHEMA = {"type": "object", "properties": {"guest": {"type": "string"}}}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @dataclass
 class HostileUpstream:
     """Answers each `tools/call` with the next of `answers` (bytes, `__ID__` = the id's JSON);

@@ -39,11 +39,6 @@ AUDIT_NAMES = {t["name"] for t in AUDIT_TOOLS}
 GHOST_TEXT = "timed out"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # the proxy core is asyncio code
-
-
 def codes(items: list[dict[str, Any]]) -> list[str]:
     return [x["code"] for x in items]
 

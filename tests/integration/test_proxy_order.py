@@ -24,11 +24,6 @@ TOOLS = [{"name": "create_booking", "inputSchema": {"type": "object"},
           "annotations": {"readOnlyHint": False}}]  # fmt: skip
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @dataclass
 class ChattyUpstream:
     """Answers a `tools/call` and at once sends a log notification behind the answer (one

@@ -23,11 +23,6 @@ pytestmark = pytest.mark.anyio
 REPORT = {"title": "Q3"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @dataclass
 class TaskUpstream:
     """A write tool `create_report` that runs as a task; `fail` makes each task fail."""

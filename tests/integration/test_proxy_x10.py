@@ -18,11 +18,6 @@ from tests.support.proxy_fixture import BOOK, call, lenient_upstream, ping, prox
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def ops(h) -> list[dict[str, Any]]:
     return h.judgement().report["operations"]
 

@@ -26,11 +26,6 @@ from tests.support.proxy_fixture import (
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def own_requests(h, method: str) -> list[dict[str, Any]]:
     return [
         m for m in map(json.loads, h.to_upstream.lines)

@@ -47,11 +47,6 @@ pytestmark = pytest.mark.anyio
 BOOKING = ("Alice Example", "2026-12-01", 2)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 # -- helpers -------------------------------------------------------------------------------
 
 

@@ -16,12 +16,6 @@ from tests.support.specs import write_spec
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def stop_spec(folder: Path, **overrides: Any) -> ExperimentSpec:
     # One run at a time (concurrency 1): a cell stops right after the run that decides it.
     fields = dict(models=["scripted/naive", "scripted/careful"], patches=["none", "auto"],

@@ -23,11 +23,6 @@ ACME = {"customer": "ACME GmbH", "amount": 129.5, "currency": "EUR", "idempotenc
 ALICE = {"guest": "Alice", "date": "2026-12-31", "nights": 2}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @dataclass
 class Builtin:
     """A built-in reference upstream served to the in-memory proxy."""

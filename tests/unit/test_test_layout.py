@@ -100,3 +100,13 @@ def test_multiprocessing_in_a_unit_test_fails(method):
     process = multiprocessing.get_context(method).Process(target=print)
     with pytest.raises(AssertionError, match=STARTED):
         process.start()
+
+
+def test_anyio_backend_is_defined_once_in_the_root_conftest():
+    defined = [
+        str(path.relative_to(TESTS.parent))
+        for path in suite_files()
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.FunctionDef) and node.name == "anyio_backend"
+    ]
+    assert defined == ["tests/conftest.py"]

@@ -1,0 +1,15 @@
+"""What every test shares: the async tests run on asyncio (the harness is asyncio code).
+
+The rest of what tests share lives in tests/support/; each layer's conftest adds its own
+(tests/unit: no process may start; tests/e2e: the real servers and Chromium).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    """anyio's pytest plugin runs `@pytest.mark.anyio` tests on this backend only."""
+    return "asyncio"
