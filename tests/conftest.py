@@ -6,6 +6,9 @@ The rest of what tests share lives in tests/support/; each layer's conftest adds
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 
@@ -13,3 +16,11 @@ import pytest
 def anyio_backend() -> str:
     """anyio's pytest plugin runs `@pytest.mark.anyio` tests on this backend only."""
     return "asyncio"
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    """A named pipe nobody writes to: a reader that opens it waits forever."""
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    return path

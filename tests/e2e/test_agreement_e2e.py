@@ -24,10 +24,9 @@ import pytest
 from runner.execute import execute_run
 from runner.matrix import expand
 from runner.spec import load_spec
-from tests.support.paths import BIN
+from tests.support.paths import BIN, ROOT
 from tests.support.runkit import cli_env, query
 
-ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 900
 # A whole experiment per fixture: its CLI deadline, not the default 300 s, bounds the test.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * CLI_TIMEOUT_S + 60)]

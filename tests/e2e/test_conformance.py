@@ -29,22 +29,22 @@ import pytest
 
 from tests.support.httpkit import DEADLINE_S, running
 from tests.support.httptap import HttpTap, Wire
+from tests.support.paths import ROOT
 from tests.support.prereq import require
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent / "conformance"
 
 
 def _reference() -> Path:
     """../shared/thirdparty/... beside the clone (or beside the main checkout of a worktree)."""
     where = Path("shared", "thirdparty", "mcp-conformance-v0.1.10")
-    common = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=REPO,
+    common = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
-    roots = [REPO] + ([(REPO / common).resolve().parent] if common else [])
+    roots = [ROOT] + ([(ROOT / common).resolve().parent] if common else [])
     found = [root.parent / where for root in roots if (root.parent / where).is_dir()]
-    return (found or [REPO.parent / where])[0]
+    return (found or [ROOT.parent / where])[0]
 
 
 REFERENCE = _reference()
@@ -111,7 +111,7 @@ async def proxied(upstream: list[str], out: Path) -> tuple[dict, HttpTap]:
     """The suite through `proxy --listen` (no scenario, no audit tools) and a tap before it."""
     argv = [str(Path(sys.executable).parent / "agent-harness"), "proxy", "--listen", "127.0.0.1:0",
             "--audit-tools", "off", f"--event-log={out}.events.jsonl", *upstream]  # fmt: skip
-    async with running(argv, cwd=REPO) as proxy:
+    async with running(argv, cwd=ROOT) as proxy:
         tap = HttpTap(proxy.url)
         await tap.start()
         try:

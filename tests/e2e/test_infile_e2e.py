@@ -14,13 +14,6 @@ import pytest
 from tests.support.paths import BIN
 
 
-@pytest.fixture
-def fifo(tmp_path: Path) -> Path:
-    path = tmp_path / "pipe"
-    os.mkfifo(path)
-    return path
-
-
 def test_v4_a_fifo_as_the_spec_gives_one_line_and_no_hang(fifo):
     # The old reader blocked in open() until someone wrote to the FIFO: a real process and a
     # bounded wait, so a regression fails on the timeout instead of hanging the suite.

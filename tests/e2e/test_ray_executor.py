@@ -28,12 +28,11 @@ from runner.matrix import expand
 from runner.records import RunRecord
 from runner.spec import load_spec
 from runner.store import Store
-from tests.support.paths import BIN
+from tests.support.paths import BIN, ROOT
 from tests.support.runkit import scripted_sweep_spec
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 MB = 1024 * 1024
 SPEC = scripted_sweep_spec("on-ray", runs=3)  # shard 1/2 holds 12 of the 36 runs, 2/2 the rest
 

@@ -31,20 +31,13 @@ from tests.support.proxy_fixture import (
     ScriptedUpstream,
     proxied,
 )
+from tests.support.reports import codes, text
 
 pytestmark = pytest.mark.anyio
 
 OTHER = {"guest": "Bob", "date": "2026-12-02"}
 AUDIT_NAMES = {t["name"] for t in AUDIT_TOOLS}
 GHOST_TEXT = "timed out"
-
-
-def codes(items: list[dict[str, Any]]) -> list[str]:
-    return [x["code"] for x in items]
-
-
-def text(result: types.CallToolResult) -> str:
-    return result.content[0].text
 
 
 def operation(h, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -18,11 +18,10 @@ import duckdb
 import pytest
 import yaml
 
-from tests.support.paths import COUNTING_SERVER
+from tests.support.paths import BIN, COUNTING_SERVER
 
 pytestmark = pytest.mark.slow
 
-BIN = Path(sys.executable).parent / "agent-harness"
 SERVER = COUNTING_SERVER
 SECRETS = {
     "url password": "URLPASS-0123456789",

@@ -6,15 +6,10 @@ Typer's own usage errors are a boxed, multi-line message with exit code 2, and 2
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from typer.testing import CliRunner
 
 from runner.cli import app
-
-BIN = Path(sys.executable).parent / "agent-harness"
 
 
 def invoke(*args: str):

@@ -7,7 +7,6 @@ limit, one line for every refusal, and no hang on a FIFO, no memory blow-up on /
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from runner.regression import load_summary
 from runner.spec import SpecError, load_spec
 from runner.store import StoreError
 
-BIN = Path(sys.executable).parent / "agent-harness"
 SPEC = """\
 name: tiny
 models: [scripted/careful]
@@ -39,13 +37,6 @@ def one_line(exc: pytest.ExceptionInfo[BaseException]) -> str:
     text = str(exc.value)
     assert text and "\n" not in text, text
     return text
-
-
-@pytest.fixture
-def fifo(tmp_path: Path) -> Path:
-    path = tmp_path / "pipe"
-    os.mkfifo(path)
-    return path
 
 
 def test_v4_a_fifo_is_refused_at_once_not_waited_on(fifo):

@@ -7,7 +7,6 @@ a control character.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,6 @@ import pytest
 from runner.cli.report import default_report_path
 from runner.spec import SpecError, load_spec, name_problem
 
-BIN = Path(sys.executable).parent / "agent-harness"
 VALID = """\
 name: fine
 models:

@@ -20,8 +20,6 @@ from runner.spec._providers import (
 )
 from tests.support.specs import write_models
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 def error_of(path: Path) -> str:
     with pytest.raises(SpecError) as info:
