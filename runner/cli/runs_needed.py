@@ -6,8 +6,6 @@ from typing import Annotated
 
 import typer
 
-from runner.analysis.power import MAX_EXACT_RUNS, fisher_power, plan
-
 
 def runs_needed_command(
     baseline: Annotated[
@@ -60,6 +58,8 @@ def runs_needed_text(
     baseline: float, target: float, alpha: float, power: float, runs: int | None
 ) -> str:
     """The planner's answer as the lines the command prints (ValueError for a bad question)."""
+    from runner.analysis.power import MAX_EXACT_RUNS, fisher_power, plan
+
     question = (
         f"Duplicate rate {_pct(baseline)} without the patch vs {_pct(target)} with it; "
         f"two-sided, alpha {alpha:g}"
