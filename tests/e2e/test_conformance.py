@@ -32,7 +32,9 @@ from tests.support.httptap import HttpTap, Wire
 from tests.support.paths import ROOT
 from tests.support.prereq import require
 
-pytestmark = pytest.mark.slow
+# Two long suites through the proxy: under xdist they run on two workers, each running the
+# short direct suite (`direct`) once for itself.
+pytestmark = [pytest.mark.slow, pytest.mark.spread]
 
 HERE = Path(__file__).parent / "conformance"
 
