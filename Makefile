@@ -85,7 +85,7 @@ bench: setup ray-deps
 lint: setup
 	$(BIN)/ruff check harness runner tests bench
 
-# The generated tables of README.md and docs/ (the fault table, from harness/faults.py).
+# The generated tables of README.md and docs/ (the fault table, from the registry in harness/faults/).
 docs: setup
 	$(BIN)/python docs/update_tables.py
 

@@ -1,7 +1,7 @@
 """Rewrite the generated blocks of the docs from the code: `make docs`.
 
 The fault table (README.md, docs/proxy.md) comes from the fault registry, `FAULTS` in
-harness/faults.py, and stands between `<!-- fault-table:begin -->` and
+harness/faults/registry.py, and stands between `<!-- fault-table:begin -->` and
 `<!-- fault-table:end -->`. tests/unit/test_fault_table.py fails when a block differs.
 """
 

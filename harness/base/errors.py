@@ -32,3 +32,7 @@ class UpstreamError(HarnessError):
 
 class EventLogError(InputFileError):
     """An event log that cannot be read back."""
+
+
+class ReportReadError(HarnessError):
+    """A report that cannot be read back: not JSON, or not a report (O1, O2)."""

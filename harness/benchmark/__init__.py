@@ -2,7 +2,8 @@
 
 It tests the harness, not anybody's agent: every run is a `SimulatedSession` driven through the
 real fault plan and the real judge, and the self-test passes iff every run got the verdict
-expected for its agent (CAREFUL PASS everywhere; NAIVE FAIL in F1, F2, F4, PASS in F3, F5).
+expected for its agent (CAREFUL PASS everywhere; NAIVE FAIL in F1, F2, F4, PASS in F3, F5), as
+each fault's class says (`Fault.reference_verdicts`).
 
     agents   the reference agents and the task they are given (F4's story is told there)
     run      playing runs with jitter, and how runs add up to one score

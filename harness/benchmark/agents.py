@@ -19,18 +19,20 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.base.errors import ConfigError
 from harness.benchmark.simulate import Sent, SimulatedSession
-from harness.faults import REPEATED
+from harness.faults import FAULTS, REPEATED
 from harness.faults import SIMULATED as SCENARIOS  # no HTTP agent, no agent that gives up
-from harness.judge import FAIL, PASS
+from harness.judge import FAIL, NOT_TESTED, PASS
 
 # Scenarios in which the user asks for the same booking twice (see the module docstring).
 REPEATED_REQUEST_SCENARIOS = REPEATED  # the registry: faults that take two writes
 BOOKING = {"guest": "Ann Example", "date": "2026-12-01"}
+VERDICTS = (PASS, FAIL, NOT_TESTED)
 
 _RETRY_AFTER = re.compile(r"retry_after\D{0,3}(\d+(?:\.\d+)?)")
 
@@ -73,13 +75,35 @@ AgentPlay = Callable[[Desk, Task], None]
 
 @dataclass(frozen=True)
 class ReferenceAgent:
-    """A scripted agent and the verdict the harness must give it in each scenario."""
+    """A scripted agent; the verdict the harness must give it in each scenario is said by the
+    scenario's fault class (`Fault.reference_verdicts`, under the agent's name)."""
 
     key: str  # its section in the report file
     name: str
     behaviour: str
     play: AgentPlay
-    expected: Mapping[str, str]
+
+    def expected(self, scenario: str) -> str:
+        """B1: the verdict this agent must get in `scenario`; ConfigError (one line) when the
+        fault's class does not say."""
+        kind = FAULTS[scenario]
+        verdict = kind.reference_verdicts.get(self.name)
+        if verdict is None:
+            raise ConfigError(
+                f"the self-test cannot judge {self.name} in {scenario}: its class "
+                f"{kind.__name__} does not say which verdict {self.name} must get "
+                "(reference_verdicts)"
+            )
+        if verdict not in VERDICTS:
+            raise ConfigError(
+                f"the self-test cannot judge {self.name} in {scenario}: its class "
+                f"{kind.__name__} expects {verdict!r}, not one of {', '.join(VERDICTS)}"
+            )
+        return verdict
+
+    def fails_somewhere(self) -> bool:
+        """Whether some scenario the benchmark plays is one this agent must fail."""
+        return any(FAULTS[s].reference_verdicts.get(self.name) == FAIL for s in SCENARIOS)
 
 
 def _text(sent: Sent) -> str:
@@ -123,19 +147,18 @@ def play_naive(desk: Desk, task: Task) -> None:
             desk.call("create_booking", dict(task.booking))
 
 
+# B1: CAREFUL must PASS everywhere; NAIVE FAIL in F1, F2, F4 and PASS in F3, F5 (an immediate
+# retry is harmless there: nothing ran upstream). Each fault's class says so.
 CAREFUL = ReferenceAgent(
     "careful",
     "CAREFUL",
     "checks after a failure, never re-sends blindly, honours retry_after",
     play_careful,
-    {s: PASS for s in SCENARIOS},
 )
 NAIVE = ReferenceAgent(
     "naive",
     "NAIVE",
     "re-sends every failed write at once, without a key",
     play_naive,
-    # B1: an immediate retry after F3 or F5 is harmless, since those never ran upstream.
-    {"F1": FAIL, "F2": FAIL, "F3": PASS, "F4": FAIL, "F5": PASS},
 )
 REFERENCE_AGENTS: tuple[ReferenceAgent, ...] = (CAREFUL, NAIVE)

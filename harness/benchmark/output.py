@@ -9,6 +9,8 @@ from harness import CERTIFICATION, __version__
 from harness.base import jsonutil
 from harness.base.outfile import write_file
 from harness.benchmark.run import BENCHMARK_RETRY_AFTER_S, AgentResult, BenchmarkResult
+from harness.faults import FAULTS
+from harness.faults import SIMULATED as SCENARIOS  # no HTTP agent, no agent that gives up
 from harness.judge import FAIL
 from harness.report.markdown import score_table
 
@@ -38,6 +40,15 @@ def _scenario_rows(agent: AgentResult) -> list[str]:
     return lines
 
 
+def telling_apart() -> list[str]:
+    """The scenarios in which the reference agents must get different verdicts (B1)."""
+    return [s for s in SCENARIOS if len(set(FAULTS[s].reference_verdicts.values())) > 1]
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def _closing_lines(result: BenchmarkResult) -> list[str]:
     if not result.passed:
         missed = "; ".join(
@@ -54,10 +65,10 @@ def _closing_lines(result: BenchmarkResult) -> list[str]:
                 f"The {a.agent.name.lower()} agent failed {', '.join(failing)}, as it is meant to: "
                 "that is part of the self-test and says nothing about your system."
             )
-        elif any(s == FAIL for s in a.agent.expected.values()):
+        elif a.agent.fails_somewhere():
             lines.append(
                 f"No selected scenario is one the {a.agent.name.lower()} agent should fail; "
-                "F1, F2 and F4 tell the reference agents apart."
+                f"{_and(telling_apart())} tell the reference agents apart."
             )
     return lines
 

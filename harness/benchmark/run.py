@@ -148,7 +148,11 @@ def run_benchmark(
     agents: Sequence[ReferenceAgent] = REFERENCE_AGENTS,
     progress: Callable[[int, int], None] | None = None,
 ) -> BenchmarkResult:
-    """Play every agent in every scenario `runs` times; `progress(done, total)` after each."""
+    """Play every agent in every scenario `runs` times; `progress(done, total)` after each.
+
+    ConfigError before any run when a scenario's fault class does not say which verdict an
+    agent must get (B1)."""
+    expected = {(a.name, s): a.expected(s) for a in agents for s in scenarios}
     total, done = len(agents) * len(scenarios) * runs, 0
     results = []
     for agent in agents:
@@ -162,7 +166,7 @@ def run_benchmark(
                     progress(done, total)
             scores = [j.score for j in judgements]
             per_scenario.append(
-                ScenarioResult(scenario, agent.expected[scenario], scores, judgements[0])
+                ScenarioResult(scenario, expected[agent.name, scenario], scores, judgements[0])
             )
         results.append(AgentResult(agent, per_scenario))
     return BenchmarkResult(list(scenarios), runs, jitter_ms, results)

@@ -48,8 +48,10 @@ class CallHandling:
             self._refused("null_id", "tools/call", message)
             await reply(
                 error_body(
-                    None, -32600, "Invalid Request: a tools/call needs a string or number id; "
-                    "agent-harness did not forward it"
+                    None,
+                    -32600,
+                    "Invalid Request: a tools/call needs a string or number id; "
+                    "agent-harness did not forward it",
                 )
             )
             return
@@ -93,8 +95,10 @@ class CallHandling:
             self._refused("no_tool_name", "tools/call", message)
             await reply(
                 error_body(
-                    rpc_id, INVALID_PARAMS, "Invalid params: tools/call needs params.name as a "
-                    "string; agent-harness did not forward it"
+                    rpc_id,
+                    INVALID_PARAMS,
+                    "Invalid params: tools/call needs params.name as a "
+                    "string; agent-harness did not forward it",
                 )
             )
             return
@@ -235,7 +239,7 @@ class CallHandling:
         await self._answer(ticket, rpc_id, error_result(text), "harness", reply, task)
 
     async def _held(self: Proxy, ticket: Ticket, rpc_id: Any, reply: Reply) -> bool:
-        """F9: hold the upstream's real answer for `ticket.hold_ms`; False when the client
+        """F9: the fault holds the upstream's real answer (`Fault.hold`); False when the client
         cancelled the call meanwhile (the hold ends at once)."""
         if isinstance(reply, InTurn):
             reply.release()  # the answers to later calls do not wait for the held one (X9)
@@ -243,14 +247,13 @@ class CallHandling:
         key = id_key(rpc_id)
         if key in self._cancelled:
             return False
+        if ticket.fault is None:  # only a fault holds an answer (`ticket.hold_ms`)
+            return True
         cancelled = self._holding[key] = asyncio.Event()
         try:
-            await asyncio.wait_for(cancelled.wait(), ticket.hold_ms / 1000)
-        except TimeoutError:
-            return True
+            return await ticket.fault.hold(cancelled)
         finally:
             self._holding.pop(key, None)
-        return False
 
     async def _injected_answer(
         self: Proxy,

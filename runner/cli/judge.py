@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 
-from harness import __version__
 from harness.base import jsonutil
 from harness.base.errors import HarnessError
 from runner.cli.app import fail
@@ -32,7 +31,7 @@ def judge_command(
     Exit codes: 0 judged (whatever the verdict); 1 an unreadable or invalid event log.
     """
     from harness.proxy import read_event_log
-    from harness.report import judge_events, judgement_markdown
+    from harness.report import ReportModel, judge_events, judgement_markdown
 
     try:
         judgement = judge_events(read_event_log(events))
@@ -41,15 +40,4 @@ def judge_command(
     if format is ReportFormat.md:
         typer.echo(judgement_markdown(judgement))
         return
-    typer.echo(
-        jsonutil.dumps(
-            {
-                "verdict": judgement.report["verdict"],
-                "report": judgement.report,
-                "score": judgement.score,
-                "patches": judgement.patches,
-                "toolClassification": judgement.tool_classification,
-                "harnessVersion": __version__,
-            }
-        )
-    )
+    typer.echo(jsonutil.dumps(ReportModel.of_judgement(judgement).as_json_data()))

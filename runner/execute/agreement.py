@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.report import Report
+
 AGREES = "agrees"
 DISAGREES = "disagrees"
 NO_CLAIM = "no_claim"
@@ -49,10 +51,6 @@ class Agreement:
     reason: str
 
 
-def _codes(items: Sequence[Mapping[str, Any]]) -> set[str]:
-    return {str(item.get("code")) for item in items}
-
-
 def _what(entry: Mapping[str, Any]) -> str:
     fields = ", ".join(f"{k} {v}" for k, v in entry.items() if k not in _NOT_IDENTITY)
     return f"{entry.get('rows')} rows for one operation ({fields})"
@@ -65,13 +63,13 @@ def _duplicates(truth: Sequence[Mapping[str, Any]]) -> str:
 
 
 def judge_agreement(
-    report: Mapping[str, Any], truth: Sequence[Mapping[str, Any]] | None, upstream: str
+    report: Report, truth: Sequence[Mapping[str, Any]] | None, upstream: str
 ) -> Agreement:
     """The agreement of a harness report (O1) with the upstream's ground truth (None: unknown)."""
-    verdict = report.get("verdict")
-    violations = report.get("violations") or []
-    codes = _codes(violations)
-    observed = _codes(report.get("observations") or [])
+    verdict = report.verdict
+    violations = report.violations
+    codes = report.violation_codes()
+    observed = {o.code for o in report.observations}
     if verdict == "NOT_TESTED":
         held = f"; the upstream holds {_duplicates(truth)}" if truth and _duplicates(truth) else ""
         return Agreement(NO_CLAIM, f"NOT_TESTED claims nothing about duplicates{held}.")
@@ -85,18 +83,14 @@ def judge_agreement(
         return Agreement(AGREES, f"{said}, and the upstream holds {real}.")
     if claims_duplicate:
         hint = ""
-        if any((v.get("duplicate") or {}).get("upstreamResponsesIdentical") for v in violations):
+        if any(v.duplicate and v.duplicate.upstream_responses_identical for v in violations):
             hint = " (the upstream answered the repeat identically: it may deduplicate itself)"
-        return Agreement(
-            DISAGREES, f"{said}, but no operation has more than one real row{hint}."
-        )
+        return Agreement(DISAGREES, f"{said}, but no operation has more than one real row{hint}.")
     if real:
         hint = " (the KEYED_RETRY repeat was not deduplicated)" if keyed else ""
         return Agreement(DISAGREES, f"{said}, but the upstream holds {real}{hint}.")
     if keyed:
-        return Agreement(
-            AGREES, f"{said} with KEYED_RETRY: the same-key repeat left one real row."
-        )
+        return Agreement(AGREES, f"{said} with KEYED_RETRY: the same-key repeat left one real row.")
     return Agreement(AGREES, f"{said}, and no operation has more than one real row.")
 
 

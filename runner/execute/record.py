@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.base import jsonutil
 from harness.proxy import INJECTING, CallReceived, FaultApplied, read_event_log, value_key
+from harness.report import Operation, Patch, Report, ReportModel
 from runner.records import FindingRow, OperationRow, PatchRow, TranscriptEntry
 
 
@@ -62,52 +64,51 @@ def transcript(messages: list[dict[str, Any]], events: list[Any]) -> list[Transc
     return entries
 
 
-def findings(report: dict[str, Any]) -> list[FindingRow]:
-    rows = []
-    for kind, items in (
-        ("violation", report.get("violations", [])),
-        ("observation", report.get("observations", [])),
-    ):
-        for item in items:
-            detail = {k: v for k, v in item.items() if k not in ("code", "tool", "operation")}
-            rows.append(
-                FindingRow(
-                    kind=kind,
-                    code=item["code"],
-                    tool=item.get("tool"),
-                    operation_index=item.get("operation"),
-                    detail_json=jsonutil.dumps(detail),
-                )
-            )
-    return rows
+def findings(report: Report | None) -> list[FindingRow]:
+    """The report's violations, then its observations, each with the fields beyond its code,
+    tool and operation as JSON."""
+    if report is None:
+        return []
+    return [
+        FindingRow(
+            kind=kind,
+            code=item.code,
+            tool=item.tool,
+            operation_index=item.operation,
+            detail_json=jsonutil.dumps(item.details()),
+        )
+        for kind, items in (("violation", report.violations), ("observation", report.observations))
+        for item in items
+    ]
 
 
-def operations(report: dict[str, Any], real_rows: list[int | None]) -> list[OperationRow]:
+def operations(ops: Sequence[Operation], real_rows: list[int | None]) -> list[OperationRow]:
     return [
         OperationRow(
-            index=op["index"],
-            tool=op["tool"],
-            arguments_json=jsonutil.dumps(op["arguments"]),
-            attempts=op["attempts"],
-            executions=op["executions"],
-            failed_attempts=op["failedAttempts"],
-            outcome=op["outcome"],
-            keys_json=jsonutil.dumps(op["keys"]),
+            index=op.index,
+            tool=op.tool,
+            arguments_json=jsonutil.dumps(op.arguments),
+            attempts=op.attempts,
+            executions=op.executions,
+            failed_attempts=op.failed_attempts,
+            outcome=op.outcome,
+            keys_json=jsonutil.dumps(op.keys),
             real_rows=rows,
         )
-        for op, rows in zip(report.get("operations", []), real_rows, strict=True)
+        for op, rows in zip(ops, real_rows, strict=True)
     ]
 
 
-def patches(report_file: dict[str, Any]) -> list[PatchRow]:
+def patches(report_file: ReportModel | None) -> list[PatchRow]:
+    if report_file is None:
+        return []
     return [
-        PatchRow(patch_id=p["id"], severity=p["severity"], trigger=p["trigger"], text=p["text"])
-        for p in report_file.get("patches", [])
+        PatchRow(patch_id=p.id, severity=p.severity, trigger=p.trigger, text=p.text)
+        for p in report_file.patches
     ]
 
 
-def patch_block(patch: PatchRow | dict[str, Any]) -> str:
+def patch_block(patch: PatchRow | Patch) -> str:
     """A patch as it goes into a system prompt: its header and its text, verbatim."""
-    if isinstance(patch, dict):
-        return f"## [{patch['severity']}] {patch['id']}\n\n{patch['text']}"
-    return f"## [{patch.severity}] {patch.patch_id}\n\n{patch.text}"
+    patch_id = patch.id if isinstance(patch, Patch) else patch.patch_id
+    return f"## [{patch.severity}] {patch_id}\n\n{patch.text}"

@@ -20,6 +20,7 @@ from typing import Any
 
 from harness import __version__
 from harness.base import jsonutil
+from harness.base.errors import HarnessError
 from harness.proxy import (
     DEFAULT_KEY_FIELDS,
     SCENARIOS,
@@ -27,6 +28,7 @@ from harness.proxy import (
     HeaderSpec,
     PlanConfig,
 )
+from harness.report import ReportModel, read_report
 from runner.agent.calls import takes_seed
 from runner.agent.loop import (
     AgentResult,
@@ -319,17 +321,20 @@ def _record(
     started: float,
 ) -> RunRecord:
     report_path = workdir / "report.json"
-    report_file: dict[str, Any] = {}
+    report_file: ReportModel | None = None
     if report_path.exists():
         try:
-            report_file = jsonutil.loads(report_path.read_text())
-        except ValueError:
+            report_file = read_report(report_path)
+        except HarnessError:
             error = error or "the proxy left an unreadable report file"
-    report = report_file.get("report") or {}
-    if error is None and not report:
+    report = report_file.report if report_file is not None else None
+    if error is None and report is None:
         error = "the proxy wrote no report"
+    judged = report if error is None else None  # a run that failed to run has no verdict
+    score = report_file.score if report_file is not None and judged is not None else None
     events = _events(connection, workdir)
-    real: list[int | None] = [None] * len(report.get("operations", []))
+    operations = report.operations if report is not None else []
+    real: list[int | None] = [None] * len(operations)
     real_duplicate = None
     truth = ground_truth_of(cell, workdir)
     if cell.upstream.builtin is not None and truth is not None:
@@ -337,13 +342,10 @@ def _record(
 
         db = workdir / "upstream.sqlite"
         real = [
-            real_rows(cell.upstream.builtin, db, op["tool"], _plain(op["arguments"]))
-            for op in report.get("operations", [])
+            real_rows(cell.upstream.builtin, db, op.tool, _plain(op.arguments)) for op in operations
         ]
         real_duplicate = any(entry["rows"] > 1 for entry in truth)
-    agreed = judge_agreement(report, truth, cell.labels["upstream"]) if not error else None
-    score = report_file.get("score") or {}
-    violations = {v["code"] for v in report.get("violations", [])}
+    agreed = judge_agreement(judged, truth, cell.labels["upstream"]) if judged is not None else None
     usage = agent.usage
     return RunRecord(
         run_id=cell.run_id,
@@ -361,14 +363,16 @@ def _record(
         conversation=cell.labels["conversation"],
         status="error" if error else "ok",
         error=error,
-        verdict=report.get("verdict") if not error else None,
-        verdict_reason=report.get("verdictReason") if not error else None,
-        score_overall=score.get("overall") if not error else None,
-        duplicate_safety=score.get("duplicateSafety") if not error else None,
-        failure_handling=score.get("failureHandling") if not error else None,
-        capped=score.get("capped") if not error else None,
-        baseline=score.get("baseline") if not error else None,
-        duplicate_found=("DUPLICATE_EXECUTION" in violations) if report and not error else None,
+        verdict=judged.verdict if judged is not None else None,
+        verdict_reason=judged.verdict_reason if judged is not None else None,
+        score_overall=score.overall if score is not None else None,
+        duplicate_safety=score.duplicate_safety if score is not None else None,
+        failure_handling=score.failure_handling if score is not None else None,
+        capped=score.capped if score is not None else None,
+        baseline=score.baseline if score is not None else None,
+        duplicate_found=("DUPLICATE_EXECUTION" in judged.violation_codes())
+        if judged is not None
+        else None,
         real_duplicate=real_duplicate if not error else None,
         agreement=agreed.state if agreed else None,
         agreement_reason=agreed.reason if agreed else None,
@@ -384,7 +388,7 @@ def _record(
         finished_at=datetime.now(UTC),
         harness_version=__version__,
         report_json=report_path.read_text() if report_path.exists() else None,
-        operations=rec.operations(report, real),
+        operations=rec.operations(operations, real),
         findings=rec.findings(report),
         patches=rec.patches(report_file),
         transcript=rec.transcript(agent.messages, events),

@@ -219,17 +219,6 @@ class _ScenarioFields(Frozen):
             return f"chaos(rate={num(self.chaos.error_rate)}{seed})"
         return self.kind
 
-    def proxy_args(self) -> tuple[str, ...]:
-        """The `agent-harness proxy` flags for this scenario (X1)."""
-        if self.chaos is not None:
-            seed = () if self.chaos.seed is None else ("--seed", str(self.chaos.seed))
-            return ("--mode", "chaos", "--error-rate", num(self.chaos.error_rate), *seed)
-        given = self._params()
-        if given is not None:
-            flags = [(p.flag, num(getattr(given, p.key))) for p in FAULTS[self.kind].params]
-            return ("--scenario", self.kind, *(part for flag in flags for part in flag))
-        return () if self.kind == "none" else ("--scenario", self.kind)
-
     def identity(self) -> Any:
         """The label: it carries every parameter."""
         return self.label

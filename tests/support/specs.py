@@ -77,3 +77,23 @@ def write_spec(folder: Path, name: str, *, file: str | None = None, **fields: An
     path = folder / (file or f"{name}.yaml")
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
+
+
+FAULT_FLAGS = ("--scenario", "--mode", "--error-rate", "--seed", "--retry-after", "--latency")
+
+
+def fault_flags(spec, tmp_path, label: str) -> tuple[str, ...]:
+    """X1: the fault flags the runner starts the proxy with for the scenario `label` (the
+    proxy's own proxy_argv of the run's plan); a chaos seed the run chose shows as RUN_SEED."""
+    from harness.proxy import proxy_argv
+    from runner.execute.run import proxy_target
+    from runner.matrix import expand
+
+    cell = next(c for c in expand(spec) if c.labels["scenario"] == label)
+    argv = proxy_argv(proxy_target(cell, spec, tmp_path).proxy_config(None, None))
+    flags = [(a, b) for a, b in zip(argv, argv[1:], strict=False) if a in FAULT_FLAGS]
+    return tuple(
+        part
+        for flag, value in flags
+        for part in (flag, "RUN_SEED" if flag == "--seed" and value == str(cell.seed) else value)
+    )

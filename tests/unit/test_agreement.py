@@ -7,6 +7,7 @@ import itertools
 import duckdb
 import pytest
 
+from harness.report import Report
 from runner.execute.agreement import (
     AGREEMENTS,
     AGREES,
@@ -20,17 +21,24 @@ from runner.store import migrations
 ONE = [{"guest": "Alice", "date": "2026-12-31", "nights": 2, "room_type": "standard",
         "rows": 1, "cancelled": 0, "booking_ids": ["BK-1"]}]  # fmt: skip
 TWO = [{**ONE[0], "rows": 2, "booking_ids": ["BK-1", "BK-2"]}]
-DUPLICATE = {"code": "DUPLICATE_EXECUTION", "duplicate": {"keyUse": "no_key"}}
+HOW = {"keyUse": "no_key", "afterTimeout": True, "verifiedBefore": False, "parallel": False,
+       "upstreamResponsesIdentical": False}  # fmt: skip
+DUPLICATE = {"code": "DUPLICATE_EXECUTION", "duplicate": HOW}
 RETRY_AFTER = {"code": "RETRY_AFTER_VIOLATED"}
 (AGREEMENT_MIGRATION,) = [m for m in migrations.MIGRATIONS if m.name.endswith("_agreement")]
 
 
-def report(verdict: str, violations=(), observations=()) -> dict:
-    return {
-        "verdict": verdict,
-        "violations": [dict(v) for v in violations],
-        "observations": [{"code": c} for c in observations],
-    }
+def report(verdict: str, violations=(), observations=()) -> Report:
+    return Report.model_validate(
+        {
+            "verdict": verdict,
+            "verdictReason": "",
+            "operations": [],
+            "violations": [dict(v) for v in violations],
+            "observations": [{"code": c} for c in observations],
+            "coverage": {"callsByClass": {}},
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -66,7 +74,7 @@ def test_r10_each_verdict_is_set_against_the_real_rows_by_what_it_claims(rep, tr
 
 def test_r10_an_identical_upstream_answer_is_named_when_a_reported_duplicate_left_one_row():
     violation = {"code": "DUPLICATE_EXECUTION",
-                 "duplicate": {"keyUse": "same_key", "upstreamResponsesIdentical": True}}  # fmt: skip
+                 "duplicate": {**HOW, "keyUse": "same_key", "upstreamResponsesIdentical": True}}  # fmt: skip
     got = judge_agreement(report("FAIL", [violation]), ONE, "payment")
     assert got.state == DISAGREES
     assert "answered the repeat identically: it may deduplicate itself" in got.reason

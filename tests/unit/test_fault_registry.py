@@ -97,7 +97,7 @@ def test_h2_events_and_spec_accept_exactly_the_registry_names() -> None:
         FaultApplied(t_ns=0, seq=1, fault="F10", executes_upstream=False)
     for name in SCENARIOS:
         SessionStarted(t_ns=0, harness_version="x", scenario=name)
-        assert Scenario.model_validate(name).proxy_args()[:2] == ("--scenario", name)
+        assert Scenario.model_validate(name).kind == name
     assert get_args(ScenarioKind) == ("none", *SCENARIOS, "chaos")
 
 
@@ -115,12 +115,12 @@ def test_h2_the_plan_applies_each_scenario_as_its_class_says(name: str) -> None:
 
 
 def test_h2_a_spec_with_an_http_only_fault_needs_an_http_agent(tmp_path) -> None:
-    from tests.support.specs import load_error, spec_text, write
+    from tests.support.specs import fault_flags, load_error, spec_text, write
 
     stdio = write(tmp_path, spec_text(scenarios="\n  - F1\n  - F7"))
     assert "scenarios[1]: F7 exists only over HTTP: set proxy.agent: http" in load_error(stdio)
     http = write(tmp_path, spec_text(scenarios="\n  - F7", proxy="\n  agent: http"), "http.yaml")
-    assert load_spec(http).scenarios[0].proxy_args() == ("--scenario", "F7")
+    assert fault_flags(load_spec(http), tmp_path, "F7") == ("--scenario", "F7")
 
 
 def test_h2_x11_only_f7_needs_a_session_and_the_plan_spends_it_where_it_cannot_apply() -> None:

@@ -28,7 +28,7 @@ def test_h2_fault_table_in_docs_is_the_registrys(name):
         f"{name} needs one {UPDATER.BEGIN} ... {UPDATER.END} block"
     )
     assert UPDATER.rewrite(text, fault_table_markdown()) == text, (
-        f"the fault table in {name} differs from the registry (harness/faults.py): run `make docs`"
+        f"the fault table in {name} differs from the registry (harness/faults/): run `make docs`"
     )
 
 

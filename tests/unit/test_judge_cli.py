@@ -5,6 +5,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from harness.report import read_report
 from runner.cli import app
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -58,8 +59,8 @@ def test_an_event_log_of_version_1_is_still_judged():  # X14 events.LOG_VERSION:
     old = Path(__file__).parent / "data" / "f1-ghost-write.v1.events.jsonl"
     result = judge(str(old))
     assert result.exit_code == 0, result.output
-    rejudged = json.loads(result.stdout)
-    assert rejudged["verdict"] == "FAIL"
-    [op] = rejudged["report"]["operations"]
-    assert (op["executions"], op["arguments"]) == (2, {"guest": "Alice Example", "date": "2026-12-01"})
-    assert [p["id"] for p in rejudged["patches"]] == ["GHOST_WRITE"]
+    rejudged = read_report(result.stdout)
+    assert rejudged.verdict == "FAIL"
+    [op] = rejudged.report.operations
+    assert (op.executions, op.arguments) == (2, {"guest": "Alice Example", "date": "2026-12-01"})
+    assert [p.id for p in rejudged.patches] == ["GHOST_WRITE"]

@@ -188,7 +188,7 @@ def test_the_harness_has_few_loose_modules() -> None:  # DESIGN: each module in 
         for p in (ROOT / "harness").glob("*.py")
         if p.name not in ("__init__.py", "__main__.py")
     )
-    assert loose == ["events.py", "faults.py"], loose
+    assert loose == ["events.py"], loose
 
 
 def test_runner_imports_the_harness_only_through_its_public_face() -> None:  # DESIGN

@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from runner.spec import FrozenDict, load_spec
-from tests.support.specs import load_error, spec_text, write
+from tests.support.specs import fault_flags, load_error, spec_text, write
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 MARK = "# <-"  # marks the line an error must name
@@ -82,15 +82,15 @@ def test_conversation_alias_takes_a_list_too(tmp_path):
     assert [c.name for c in load_spec(write(tmp_path, text)).conversations] == ["a", "b"]
 
 
-# R2
+# R2 X1
 @pytest.mark.parametrize(
     ("scenario", "label", "proxy_args"),
     [
         ("none", "none", ()),
         ("F1", "F1", ("--scenario", "F1")),
-        ("F2", "F2", ("--scenario", "F2", "--retry-after", "60")),
-        ("{F2: {retry_after: 60}}", "F2", ("--scenario", "F2", "--retry-after", "60")),
-        ("{F2: {retry_after: 1}}", "F2(retry_after=1)", ("--scenario", "F2", "--retry-after", "1")),
+        ("F2", "F2", ("--scenario", "F2", "--retry-after", "60.0")),
+        ("{F2: {retry_after: 60}}", "F2", ("--scenario", "F2", "--retry-after", "60.0")),
+        ("{F2: {retry_after: 1}}", "F2(retry_after=1)", ("--scenario", "F2", "--retry-after", "1.0")),
         (
             "{F2: {retry_after: 0.5}}",
             "F2(retry_after=0.5)",
@@ -101,7 +101,11 @@ def test_conversation_alias_takes_a_list_too(tmp_path):
             "chaos(rate=0.3,seed=7)",
             ("--mode", "chaos", "--error-rate", "0.3", "--seed", "7"),
         ),
-        ("{chaos: {error_rate: 1}}", "chaos(rate=1)", ("--mode", "chaos", "--error-rate", "1")),
+        (
+            "{chaos: {error_rate: 1}}",
+            "chaos(rate=1)",
+            ("--mode", "chaos", "--error-rate", "1.0", "--seed", "RUN_SEED"),
+        ),
         ("F5", "F5", ("--scenario", "F5")),
         # H2: the parameters of F9 come from its class in the fault registry
         ("F9", "F9", ("--scenario", "F9", "--latency", "30000")),
@@ -117,7 +121,7 @@ def test_conversation_alias_takes_a_list_too(tmp_path):
 def test_scenario_labels_and_proxy_flags(tmp_path, scenario, label, proxy_args):
     spec = load_spec(write(tmp_path, spec_text(scenarios=f"[{scenario}]")))
     assert spec.scenarios[0].label == label
-    assert spec.scenarios[0].proxy_args() == proxy_args
+    assert fault_flags(spec, tmp_path, label) == proxy_args
 
 
 # R2
@@ -523,7 +527,7 @@ def test_h2_parameterised_scenarios_reach_the_plan_and_keep_distinct_labels(tmp_
     spec = load_spec(write(tmp_path, text))
     labels = ["F1", "F8(retry_after=2)", "F9", "F9(latency_ms=1500)"]
     assert [s.label for s in spec.scenarios] == labels
-    assert spec.scenarios[1].proxy_args() == ("--scenario", "F8", "--retry-after", "2")
+    assert fault_flags(spec, tmp_path, labels[1]) == ("--scenario", "F8", "--retry-after", "2.0")
     cells = {c.labels["scenario"]: c for c in expand(spec)}
     assert sorted(cells) == sorted(labels)
     plans = {label: proxy_target(cell, spec, tmp_path).plan for label, cell in cells.items()}
