@@ -67,11 +67,12 @@ run: setup
 	$(BIN)/agent-harness report --db reports/runs.duckdb --experiment example -o reports/example.html
 
 # Every test, on TEST_WORKERS pytest-xdist workers: most end-to-end tests wait on processes, so
-# more workers than cores pay; tests that share a module-scoped fixture stay on one worker
-# (tests/conftest.py). The 15 slowest are listed at the end.
+# more workers than cores pay. Each file (or test class) runs whole on one worker, so its
+# module-scoped fixtures are built once; the longest files start first (tests/conftest.py).
+# The 15 slowest tests are listed at the end.
 TEST_WORKERS ?= 4
 test: setup ray-deps e2e-deps conformance-deps
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=15
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=15
 
 bench: setup ray-deps
 	$(BIN)/python bench/judge.py

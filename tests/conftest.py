@@ -1,5 +1,5 @@
 """What every test shares: the async tests run on asyncio (the harness is asyncio code), a
-FIFO, and how the suite runs in parallel (`make test`: pytest-xdist, `--dist loadgroup`).
+FIFO, and the order the suite runs in (`make test`: pytest-xdist, files handed out whole).
 
 The rest of what tests share lives in tests/support/; each layer's conftest adds its own
 (tests/unit: no process may start; tests/e2e: the real servers and Chromium).
@@ -27,43 +27,31 @@ def fifo(tmp_path: Path) -> Path:
     return path
 
 
-# -- running in parallel (make test: pytest-xdist, --dist loadgroup) -------------------------
+# -- running in parallel (make test: pytest-xdist, --dist loadscope --no-loadscope-reorder) ---
+#
+# xdist hands out whole files (a class of tests is a unit of its own), in collection order:
+# a module-scoped fixture is built once, on the worker that runs its file. The order below puts
+# the files that took longest (end to end, waiting on processes) first and unit tests last, so
+# no long file starts at the end. (`--dist loadgroup` would group by marks, but pytest 9 no
+# longer reads the node ids xdist 3.8 rewrites for it.)
 
-LAYERS = ("e2e", "integration", "unit")  # the order tests are handed out: waiting ones first
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Hand out end-to-end tests first (they mostly wait on processes), unit tests last; keep
-    the tests that share a module-scoped fixture on one worker, so it is built once."""
-    items.sort(key=_layer_rank)  # stable: the order inside a layer is the files' own
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        group = shared_fixture_group(item)
-        if group is not None and item.get_closest_marker("spread") is None:
-            item.add_marker(pytest.mark.xdist_group(group))
+LAYERS = ("e2e", "integration", "unit")
+LONGEST_FIRST = (  # the longest files of a full run, longest first (--durations)
+    "test_agreement_e2e.py", "test_conformance.py", "test_ray_executor.py",
+    "test_shards_merge.py", "test_example_report.py", "test_runner_e2e.py",
+    "test_runner_http.py", "test_exit_codes.py", "test_sweep_cli.py", "test_secrets.py",
+)  # fmt: skip
 
 
-def _layer_rank(item: pytest.Item) -> int:
-    parts = Path(str(item.path)).parts
-    return next((rank for rank, layer in enumerate(LAYERS) if layer in parts), len(LAYERS))
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first, then end-to-end, integration and unit tests (a stable sort:
+    inside a file, pytest's own order, which keeps module-scoped parameters together)."""
+    items.sort(key=_rank)
 
 
-def shared_fixture_group(item: pytest.Item) -> str | None:
-    """The module (and its module-scoped parameters) of a test that uses a fixture of module
-    scope; None for a test that builds everything it uses itself."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return None
-    shared = any(
-        defs and defs[-1].scope in ("module", "package") for defs in info.name2fixturedefs.values()
-    )
-    if not shared:
-        return None
-    callspec = getattr(item, "callspec", None)
-    params = []
-    if callspec is not None:
-        scopes = {name: defs[-1].scope for name, defs in info.name2fixturedefs.items() if defs}
-        params = [f"{k}={v}" for k, v in callspec.params.items() if scopes.get(k) == "module"]
-    return ":".join([item.nodeid.split("::")[0], *params])
+def _rank(item: pytest.Item) -> tuple[int, int]:
+    path = Path(str(item.path))
+    first = LONGEST_FIRST.index(path.name) if path.name in LONGEST_FIRST else len(LONGEST_FIRST)
+    layer = next((r for r, name in enumerate(LAYERS) if name in path.parts), len(LAYERS))
+    return first, layer

@@ -71,11 +71,11 @@ def _once_per_cell(spec: Path, folder: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module", params=["truth", "example"])
+@pytest.fixture(scope="class")
 def stored(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """One whole experiment through the CLI (in process), and each of its cells once through
-    real proxy and upstream subprocesses."""
-    name = request.param
+    """One whole experiment (the test class's) through the CLI in process, and each of its
+    cells once through real proxy and upstream subprocesses."""
+    name = request.cls.experiment
     folder = tmp_path_factory.mktemp(f"agree-{name}")
     spec = ROOT / "experiments" / f"{name}.yaml"
     db, cells_db, md = folder / "runs.duckdb", folder / "cells.duckdb", folder / "report.md"
@@ -94,59 +94,76 @@ def _label(run: dict) -> str:
     return " / ".join(run[k] for k in ("model", "upstream", "scenario", "conversation", "patch"))
 
 
-@pytest.mark.parametrize("kind", ["runs", "cells"], ids=["every-run", "each-cell-by-process"])
-def test_r10_no_scripted_run_disagrees_with_its_real_rows(stored, kind):
-    runs = stored[kind]
-    spec = stored["spec"] if kind == "runs" else stored["cells_spec"]
-    assert len(runs) == len(expand(load_spec(spec)))
-    assert [r for r in runs.values() if r["status"] != "ok"] == []
-    wrong = sorted(f"{_label(r)}: {r['verdict']}: {r['reason']}" for r in runs.values()
-                   if r["agreement"] == "disagrees")  # fmt: skip
-    assert wrong == [], "verdicts the real rows contradict:\n" + "\n".join(wrong)
-    # Every run was checked against rows: the built-in services always can tell.
-    assert {r["agreement"] for r in runs.values()} <= {"agrees", "no_claim"}
-    assert all(r["real_duplicate"] is not None for r in runs.values())
+class R10Checks:
+    """The R10 checks on one experiment (`experiment`): a class each, so that under xdist the
+    two experiments run on two workers at once."""
+
+    experiment: str
+
+    @pytest.mark.parametrize("kind", ["runs", "cells"], ids=["every-run", "each-cell-by-process"])
+    def test_r10_no_scripted_run_disagrees_with_its_real_rows(self, stored, kind):
+        runs = stored[kind]
+        spec = stored["spec"] if kind == "runs" else stored["cells_spec"]
+        assert len(runs) == len(expand(load_spec(spec)))
+        assert [r for r in runs.values() if r["status"] != "ok"] == []
+        wrong = sorted(f"{_label(r)}: {r['verdict']}: {r['reason']}" for r in runs.values()
+                       if r["agreement"] == "disagrees")  # fmt: skip
+        assert wrong == [], "verdicts the real rows contradict:\n" + "\n".join(wrong)
+        # Every run was checked against rows: the built-in services always can tell.
+        assert {r["agreement"] for r in runs.values()} <= {"agrees", "no_claim"}
+        assert all(r["real_duplicate"] is not None for r in runs.values())
+
+    @pytest.mark.parametrize("kind", ["runs", "cells"], ids=["every-run", "each-cell-by-process"])
+    def test_r10_each_stored_agreement_follows_from_the_report_and_the_real_rows(
+        self, stored, kind
+    ):
+        # The stored column, recomputed from the raw report the proxy wrote and the real rows.
+        for run in stored[kind].values():
+            report = json.loads(run["report"])
+            codes = {v["code"] for v in report["report"]["violations"]}
+            assert run["verdict"] == report["verdict"]
+            if run["verdict"] == "NOT_TESTED":
+                assert run["agreement"] == "no_claim", run
+                continue
+            claims = "DUPLICATE_EXECUTION" in codes
+            assert run["duplicate_found"] is claims
+            assert run["agreement"] == (
+                "agrees" if claims == run["real_duplicate"] else "disagrees"
+            )
+
+    def test_r10_every_summary_says_how_many_verdicts_disagree(self, stored):
+        count = sum(r["agreement"] == "disagrees" for r in stored["runs"].values())
+        assert f"Verdicts against the upstream's real rows: {count} disagree" in stored["stdout"]
+        assert (
+            f"**Verdicts against the upstream's real rows: {count} disagree**" in stored["markdown"]
+        )
+        by_process = sum(r["agreement"] == "disagrees" for r in stored["cells"].values())
+        assert (
+            f"Verdicts against the upstream's real rows: {by_process} disagree"
+            in stored["cells_stdout"]
+        )
+
+    def test_r10_each_cell_through_real_processes_ends_as_its_in_process_run(self, stored):
+        # R3: the same run id, seed and agent; hosted as subprocesses or in process, the same end.
+        def outcome(run: dict[str, Any]) -> tuple:
+            report = json.loads(run["report"])["report"]
+            found = sorted(f["code"] for f in [*report["violations"], *report["observations"]])
+            return (run["status"], run["verdict"], run["duplicate_found"], run["real_duplicate"],
+                    run["agreement"], found)  # fmt: skip
+
+        cells, runs = stored["cells"], stored["runs"]
+        assert set(cells) <= set(runs)
+        different = {i: (outcome(cells[i]), outcome(runs[i])) for i in cells
+                     if outcome(cells[i]) != outcome(runs[i])}  # fmt: skip
+        assert different == {}
 
 
-@pytest.mark.parametrize("kind", ["runs", "cells"], ids=["every-run", "each-cell-by-process"])
-def test_r10_each_stored_agreement_follows_from_the_report_and_the_real_rows(stored, kind):
-    # The stored column, recomputed from the raw report the proxy wrote and the real rows.
-    for run in stored[kind].values():
-        report = json.loads(run["report"])
-        codes = {v["code"] for v in report["report"]["violations"]}
-        assert run["verdict"] == report["verdict"]
-        if run["verdict"] == "NOT_TESTED":
-            assert run["agreement"] == "no_claim", run
-            continue
-        claims = "DUPLICATE_EXECUTION" in codes
-        assert run["duplicate_found"] is claims
-        assert run["agreement"] == ("agrees" if claims == run["real_duplicate"] else "disagrees")
+class TestTruth(R10Checks):
+    experiment = "truth"
 
 
-def test_r10_every_summary_says_how_many_verdicts_disagree(stored):
-    count = sum(r["agreement"] == "disagrees" for r in stored["runs"].values())
-    assert f"Verdicts against the upstream's real rows: {count} disagree" in stored["stdout"]
-    assert f"**Verdicts against the upstream's real rows: {count} disagree**" in stored["markdown"]
-    by_process = sum(r["agreement"] == "disagrees" for r in stored["cells"].values())
-    assert (
-        f"Verdicts against the upstream's real rows: {by_process} disagree"
-        in stored["cells_stdout"]
-    )
-
-
-def test_r10_each_cell_through_real_processes_ends_as_its_in_process_run(stored):
-    # R3: the same run id, seed and agent; hosted as subprocesses or in process, the same end.
-    def outcome(run: dict[str, Any]) -> tuple:
-        report = json.loads(run["report"])["report"]
-        found = sorted(f["code"] for f in [*report["violations"], *report["observations"]])
-        return (run["status"], run["verdict"], run["duplicate_found"], run["real_duplicate"],
-                run["agreement"], found)  # fmt: skip
-
-    cells, runs = stored["cells"], stored["runs"]
-    assert set(cells) <= set(runs)
-    different = {i: (outcome(cells[i]), outcome(runs[i])) for i in cells
-                 if outcome(cells[i]) != outcome(runs[i])}  # fmt: skip
-    assert different == {}
+class TestExample(R10Checks):
+    experiment = "example"
 
 
 # -- the cases of issue 10, with the service's own rows read back ----------------------------

@@ -32,9 +32,7 @@ from tests.support.httptap import HttpTap, Wire
 from tests.support.paths import ROOT
 from tests.support.prereq import require
 
-# Two long suites through the proxy: under xdist they run on two workers, each running the
-# short direct suite (`direct`) once for itself.
-pytestmark = [pytest.mark.slow, pytest.mark.spread]
+pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).parent / "conformance"
 
@@ -182,51 +180,58 @@ def direct(reference: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     return anyio.run(run)
 
 
-def test_h3_conformance_same_results_and_wire_through_proxy_with_http_upstream(
-    reference: Path, direct: dict, tmp_path: Path
-) -> None:
-    """H3: every scenario's checks equal the direct run's; each session crosses unchanged."""
+class TestHttpUpstream:
+    """The reference server over HTTP behind the proxy (a class: under xdist it runs beside the
+    stdio one, each worker running the short direct suite once)."""
 
-    async def run() -> tuple[dict, HttpTap, HttpTap]:
-        argv, env, url = http_server(reference)
-        pattern = re.compile(r"(MCP endpoint: http://\S+)")
-        async with running(argv, cwd=reference, env=env, pattern=pattern,
-                           stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT):  # fmt: skip
-            server_side = HttpTap(url)
-            await server_side.start()
-            try:
-                results, agent_side = await proxied(
-                    ["--upstream-url", server_side.url], tmp_path / "out"
-                )
-            finally:
-                await server_side.stop()
-        return results, agent_side, server_side
+    def test_h3_conformance_same_results_and_wire_through_proxy_with_http_upstream(
+        self, reference: Path, direct: dict, tmp_path: Path
+    ) -> None:
+        """H3: every scenario's checks equal the direct run's; each session crosses unchanged."""
 
-    results, agent_side, server_side = anyio.run(run)
-    assert results == direct
-    assert len(agent_side.sessions()) >= 31
-    same_sessions(agent_side.sessions(), server_side.sessions())
+        async def run() -> tuple[dict, HttpTap, HttpTap]:
+            argv, env, url = http_server(reference)
+            pattern = re.compile(r"(MCP endpoint: http://\S+)")
+            async with running(argv, cwd=reference, env=env, pattern=pattern,
+                               stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT):  # fmt: skip
+                server_side = HttpTap(url)
+                await server_side.start()
+                try:
+                    results, agent_side = await proxied(
+                        ["--upstream-url", server_side.url], tmp_path / "out"
+                    )
+                finally:
+                    await server_side.stop()
+            return results, agent_side, server_side
+
+        results, agent_side, server_side = anyio.run(run)
+        assert results == direct
+        assert len(agent_side.sessions()) >= 31
+        same_sessions(agent_side.sessions(), server_side.sessions())
 
 
-def test_h3_conformance_same_results_and_wire_through_proxy_with_stdio_upstream(
-    reference: Path, direct: dict, tmp_path: Path
-) -> None:
-    """H3: the same with the reference server as a stdio upstream (its own wire record)."""
-    wire = tmp_path / "wire"
-    wire.mkdir()
-    upstream = ["--upstream-command", str(BIN / "tsx"), "--upstream-arg=stdio-server.ts",
-                f"--upstream-cwd={reference}", f"--upstream-env-var=CONFORMANCE_WIRE_DIR={wire}"]  # fmt: skip
+class TestStdioUpstream:
+    """The reference server over stdio behind the proxy."""
 
-    async def run() -> tuple[dict, HttpTap]:
-        with anyio.fail_after(SUITE_S + DEADLINE_S):
-            return await proxied(upstream, tmp_path / "out")
+    def test_h3_conformance_same_results_and_wire_through_proxy_with_stdio_upstream(
+        self, reference: Path, direct: dict, tmp_path: Path
+    ) -> None:
+        """H3: the same with the reference server as a stdio upstream (its own wire record)."""
+        wire = tmp_path / "wire"
+        wire.mkdir()
+        upstream = ["--upstream-command", str(BIN / "tsx"), "--upstream-arg=stdio-server.ts",
+                    f"--upstream-cwd={reference}", f"--upstream-env-var=CONFORMANCE_WIRE_DIR={wire}"]  # fmt: skip
 
-    results, agent_side = anyio.run(run)
-    # The one scenario a stdio server cannot play: its tool closes the HTTP response stream
-    # mid-call (SEP-1699); over stdio there is no stream to close, so the answer arrives.
-    expected = dict(direct)
-    assert [c for c in expected.pop(POLLING) if c[0] == "incoming-sse-event"] == []
-    assert ("incoming-sse-event", "INFO") in results.pop(POLLING)
-    assert results == expected
-    assert len(agent_side.sessions()) >= 31
-    same_sessions(agent_side.sessions(), stdio_sessions(wire))
+        async def run() -> tuple[dict, HttpTap]:
+            with anyio.fail_after(SUITE_S + DEADLINE_S):
+                return await proxied(upstream, tmp_path / "out")
+
+        results, agent_side = anyio.run(run)
+        # The one scenario a stdio server cannot play: its tool closes the HTTP response stream
+        # mid-call (SEP-1699); over stdio there is no stream to close, so the answer arrives.
+        expected = dict(direct)
+        assert [c for c in expected.pop(POLLING) if c[0] == "incoming-sse-event"] == []
+        assert ("incoming-sse-event", "INFO") in results.pop(POLLING)
+        assert results == expected
+        assert len(agent_side.sessions()) >= 31
+        same_sessions(agent_side.sessions(), stdio_sessions(wire))
