@@ -199,7 +199,7 @@ def run(spec: Path, db: Path, html: Path, experiment: str | None) -> int:
             spec, db=db, concurrency=None, resume=True, retry_errors=False, only=[],
             dry_run=False, in_process=None,
         )  # fmt: skip
-    if code == 130:
+    if code in (130, 143):  # Ctrl-C, SIGTERM
         print("The model server is stopped.", file=sys.stderr)
     if code != 0:
         return code

@@ -28,6 +28,7 @@ from runner.spec import (
     Upstream,
     canonical_json,
     did_you_mean,
+    matrix_problem,
 )
 
 DIMENSIONS = ("model", "prompt", "patch", "upstream", "scenario", "conversation")
@@ -109,6 +110,9 @@ def expand(spec: ExperimentSpec) -> list[RunCell]:
     phases the repetition is the outer loop, so that a sweep cut short (a budget, Ctrl-C)
     leaves a balanced sample rather than every run of a few cells.
     """
+    problem = matrix_problem(spec)  # V13: before a single run is built
+    if problem:
+        raise SpecError(f"experiment {spec.name}: {problem}")
     dimensions = (
         spec.models,
         spec.prompts,

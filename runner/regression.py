@@ -14,6 +14,12 @@ The baseline is either a run store (DuckDB file) or a summary exported as JSON:
                  "k": 3, "n": 19, "rate": 0.158, "ci_low": 0.055, "ci_high": 0.376}]}
 
 Only k and n are read back for the comparison; rate and interval are there for people.
+
+A baseline is validated whole before the sweep runs anything (V13, `load_summary`): format and
+version, JSON nested at most MAX_BASELINE_DEPTH levels (checked before parsing), every group
+with 0 <= k <= n, n >= 1 and n + errors <= runs, and no group listed twice. An exported summary
+leaves out the groups without a judged run (all their runs failed to run): they carry no rate.
+A run store as baseline is a file from elsewhere, opened the one way (V8).
 """
 
 from __future__ import annotations
@@ -65,8 +71,14 @@ class GroupSummary(BaseModel):
     @property
     def key(self) -> GroupKey:
         """The identity of the group across run sets."""
-        return (self.model, self.prompt, self.upstream, self.conversation, self.scenario,
-                self.patch_arm)
+        return (
+            self.model,
+            self.prompt,
+            self.upstream,
+            self.conversation,
+            self.scenario,
+            self.patch_arm,
+        )
 
     @property
     def count(self) -> Count:
@@ -98,8 +110,9 @@ def summarise(store: Store, experiment: Experiments = None) -> Summary:
             k=(ok & pl.col("duplicate_found").fill_null(False)).sum(),
             n=(ok & pl.col("duplicate_found").is_not_null()).sum(),
         )
-        .with_columns(rate=pl.when(pl.col("n") > 0).then(pl.col("k") / pl.col("n")),
-                      ci_low=low, ci_high=high)
+        .with_columns(
+            rate=pl.when(pl.col("n") > 0).then(pl.col("k") / pl.col("n")), ci_low=low, ci_high=high
+        )
         .sort(list(CELL_KEYS))
     )
     return Summary(
@@ -111,27 +124,114 @@ def summarise(store: Store, experiment: Experiments = None) -> Summary:
 
 
 def export_summary(db: str | Path | Store, experiment: Experiments = None) -> dict:
-    """The JSON-ready summary of a run store (a path or an open store)."""
+    """The JSON-ready summary of a run store (a path or an open store), as a baseline: groups
+    without a judged run (every run failed to run) carry no rate and are left out (V13)."""
     if isinstance(db, Store):
-        return summarise(db, experiment).model_dump(mode="json")
-    with Store.open(db, read_only=True) as store:
-        return summarise(store, experiment).model_dump(mode="json")
+        summary = summarise(db, experiment)
+    else:
+        with Store.open(db, read_only=True) as store:
+            summary = summarise(store, experiment)
+    return _judged(summary).model_dump(mode="json")
+
+
+def _judged(summary: Summary) -> Summary:
+    return summary.model_copy(update={"groups": [g for g in summary.groups if g.n >= 1]})
+
+
+# V13: a summary nests 4 levels ({"groups": [{...}]}); deeper is no summary, and Python's
+# parser would overflow its stack on a 200,000-deep text.
+MAX_BASELINE_DEPTH = 16
+_JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def _deeper_than(text: str, limit: int) -> bool:
+    """Whether a JSON text nests deeper than `limit`, read without recursion."""
+    depth = 0
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in "]}":
+            depth -= 1
+    return False
+
+
+def _validation_line(err: ValidationError) -> str:
+    """The first problem of a pydantic error as `groups[2].k: Input should be ...`."""
+    first = err.errors(include_url=False)[0]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"]).lstrip(".")
+    return f"{where}: {first['msg']}" if where else first["msg"]
+
+
+def _parse_summary(path: Path) -> Summary:
+    shown = f"baseline {path}"
+    try:  # V4: the one bounded reader; InputFileError is one line
+        text = read_text(path, "baseline", MAX_BASELINE_BYTES)
+    except InputFileError as err:
+        raise StoreError(str(err)) from None
+    if _deeper_than(text, MAX_BASELINE_DEPTH):
+        raise StoreError(
+            f"{shown} is not an agent-harness summary: JSON nested deeper than "
+            f"{MAX_BASELINE_DEPTH} levels"
+        )
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise StoreError(f"{shown} is not an agent-harness summary: {err}") from None
+    if not isinstance(data, dict) or data.get("format") != SUMMARY_FORMAT:
+        raise StoreError(
+            f'{shown} is not an agent-harness summary (no "format": "{SUMMARY_FORMAT}")'
+        )
+    if data.get("version") != SUMMARY_VERSION:
+        raise StoreError(
+            f"{shown}: summary version {data.get('version')!r}, this agent-harness reads "
+            f"version {SUMMARY_VERSION}; export the baseline again with this version"
+        )
+    try:
+        return Summary.model_validate(data)
+    except ValidationError as err:
+        raise StoreError(
+            f"{shown} is not an agent-harness summary: {_validation_line(err)}"
+        ) from None
+
+
+def check_baseline(summary: Summary, shown: str) -> Summary:
+    """V13: a baseline whole, before any run: counts that can be true, each group once."""
+    seen: dict[GroupKey, int] = {}
+    for i, group in enumerate(summary.groups):
+        where = f"{shown}: groups[{i}] ({GroupComparison(group, None, False).label})"
+        if min(group.runs, group.errors, group.k, group.n) < 0:
+            raise StoreError(f"{where}: runs, errors, k and n must not be negative")
+        if group.n < 1:
+            raise StoreError(
+                f"{where}: n = {group.n}: a baseline group needs at least one judged run "
+                "(export the baseline again: groups without one are left out)"
+            )
+        if group.k > group.n:
+            raise StoreError(f"{where}: k = {group.k} is more than n = {group.n}")
+        if group.errors > group.runs or group.n > group.runs - group.errors:
+            raise StoreError(
+                f"{where}: n = {group.n} and errors = {group.errors} do not fit in "
+                f"runs = {group.runs}"
+            )
+        if group.key in seen:
+            raise StoreError(
+                f"{where}: listed twice (also groups[{seen[group.key]}]); one entry per group"
+            )
+        seen[group.key] = i
+    return summary
 
 
 def load_summary(path: str | Path, experiment: Experiments = None) -> Summary:
-    """A baseline from a summary JSON file or from a run store file."""
+    """A baseline from a summary JSON file or from a run store file, validated whole (V13):
+    call it before any run, so that a bad baseline stops the sweep before it starts."""
     path = Path(path)
     if path.suffix.lower() == ".json":
-        try:  # V4: the one bounded reader; InputFileError is one line
-            text = read_text(path, "baseline", MAX_BASELINE_BYTES)
-            return Summary.model_validate(json.loads(text))
-        except InputFileError as err:
-            raise StoreError(str(err)) from None
-        except (ValueError, ValidationError) as err:
-            first = str(err).splitlines()[0]
-            raise StoreError(f"baseline {path} is not an agent-harness summary: {first}") from err
-    with Store.open(path, read_only=True) as store:
-        return summarise(store, experiment)
+        return check_baseline(_parse_summary(path), f"baseline {path}")
+    with Store.open(path, read_only=True) as store:  # V8: a file from elsewhere
+        return check_baseline(_judged(summarise(store, experiment)), f"baseline {path}")
 
 
 @dataclass(frozen=True)
@@ -146,8 +246,10 @@ class GroupComparison:
     def label(self) -> str:
         """A one-line name of the group."""
         g = self.new
-        return (f"{g.model} | {g.upstream}, {g.conversation}, prompt {g.prompt} | "
-                f"{g.scenario} | patch {g.patch_arm}")
+        return (
+            f"{g.model} | {g.upstream}, {g.conversation}, prompt {g.prompt} | "
+            f"{g.scenario} | patch {g.patch_arm}"
+        )
 
     def describe(self) -> str:
         """What was compared, in one sentence."""
@@ -161,8 +263,10 @@ class GroupComparison:
         base = self.baseline.count
         bounds = f"[{base.low:.0%}, {base.high:.0%}]"
         verb = "above" if self.regressed else "within or below"
-        return (f"duplicate runs {new_text}, {verb} the baseline's 95% interval {bounds} "
-                f"({base.k} of {base.n})")
+        return (
+            f"duplicate runs {new_text}, {verb} the baseline's 95% interval {bounds} "
+            f"({base.k} of {base.n})"
+        )
 
     def _failed(self) -> str:
         errors = self.new.errors
@@ -199,8 +303,9 @@ def compare(baseline: Summary, new: Summary) -> RegressionResult:
     base_by_key = {g.key: g for g in baseline.groups}
     new_keys = {g.key for g in new.groups}
     groups = [
-        GroupComparison(new=g, baseline=base_by_key.get(g.key),
-                        regressed=_regressed(g, base_by_key.get(g.key)))
+        GroupComparison(
+            new=g, baseline=base_by_key.get(g.key), regressed=_regressed(g, base_by_key.get(g.key))
+        )
         for g in new.groups
     ]
     missing = [g for g in baseline.groups if g.key not in new_keys]
@@ -208,15 +313,20 @@ def compare(baseline: Summary, new: Summary) -> RegressionResult:
 
 
 def compare_to_baseline(
-    baseline_path: str | Path | None, db_path: str | Path, experiment: Experiments = None
+    baseline: Summary | str | Path | None, db_path: str | Path, experiment: Experiments = None
 ) -> RegressionResult:
-    """Load the baseline (JSON or DuckDB) and the new run store, and compare them; without a
-    baseline every group is new (for JUnit: skipped, or an error where runs failed)."""
-    if baseline_path is None:
-        baseline = Summary(generated_at=utc_naive(datetime.now(UTC)), experiments=[],
-                           harness_versions=[], groups=[])
-    else:
-        baseline = load_summary(baseline_path)
+    """Compare the new run store with the baseline (a loaded summary, or a JSON or DuckDB
+    file); without a baseline every group is new (for JUnit: skipped, or an error where runs
+    failed)."""
+    if baseline is None:
+        baseline = Summary(
+            generated_at=utc_naive(datetime.now(UTC)),
+            experiments=[],
+            harness_versions=[],
+            groups=[],
+        )
+    elif not isinstance(baseline, Summary):
+        baseline = load_summary(baseline)
     with Store.open(db_path, read_only=True) as store:
         new = summarise(store, experiment)
     return compare(baseline, new)
@@ -235,25 +345,42 @@ def junit_xml(result: RegressionResult, suite: str = "agent-harness regression")
     per group where runs failed to run (V5), else skipped without a baseline."""
     failures = len(result.regressions)
     errors = sum(1 for g in result.groups if not g.regressed and g.new.errors)
-    skipped = sum(1 for g in result.groups if not g.regressed and not g.new.errors
-                  and (g.baseline is None or not g.baseline.n))
-    attrs = {"name": suite, "tests": str(len(result.groups)), "failures": str(failures),
-             "errors": str(errors), "skipped": str(skipped)}
+    skipped = sum(
+        1
+        for g in result.groups
+        if not g.regressed and not g.new.errors and (g.baseline is None or not g.baseline.n)
+    )
+    attrs = {
+        "name": suite,
+        "tests": str(len(result.groups)),
+        "failures": str(failures),
+        "errors": str(errors),
+        "skipped": str(skipped),
+    }
     root = ET.Element("testsuites", {k: v for k, v in attrs.items() if k != "skipped"})
     suite_el = ET.SubElement(root, "testsuite", attrs)
     for group in result.groups:
         # Dots separate packages in most CI viewers; model names like gpt-4.1 contain some.
-        case = ET.SubElement(suite_el, "testcase", {
-            "classname": _xml_safe(f"agent_harness.{group.new.model.replace('.', '_')}"),
-            "name": _xml_safe(group.label), "time": "0",
-        })
+        case = ET.SubElement(
+            suite_el,
+            "testcase",
+            {
+                "classname": _xml_safe(f"agent_harness.{group.new.model.replace('.', '_')}"),
+                "name": _xml_safe(group.label),
+                "time": "0",
+            },
+        )
         if group.regressed:
-            failure = ET.SubElement(case, "failure", {
-                "type": "DuplicateRateRegression", "message": _xml_safe(group.describe())})
+            failure = ET.SubElement(
+                case,
+                "failure",
+                {"type": "DuplicateRateRegression", "message": _xml_safe(group.describe())},
+            )
             failure.text = _xml_safe(group.describe())
         elif group.new.errors:
-            error = ET.SubElement(case, "error", {
-                "type": "RunsFailedToRun", "message": _xml_safe(group.describe())})
+            error = ET.SubElement(
+                case, "error", {"type": "RunsFailedToRun", "message": _xml_safe(group.describe())}
+            )
             error.text = _xml_safe(group.describe())
         elif group.baseline is None or not group.baseline.n:
             ET.SubElement(case, "skipped", {"message": _xml_safe(group.describe())})

@@ -26,15 +26,21 @@ _NORMAL = NormalDist()
 MAX_EXACT_RUNS = 5_000
 
 
+# Below 1e-10 (z beyond 6.4) the normal quantiles run into the limits of a double: at 1e-17,
+# 1 - alpha/2 is 1.0 and has no quantile. No test of a duplicate rate asks for such a level.
+MIN_ALPHA = 1e-10
+MAX_POWER = 1 - 1e-10
+
+
 def _check(p1: float, p2: float, alpha: float, power: float | None = None) -> None:
     if not (0 <= p1 <= 1 and 0 <= p2 <= 1):
         raise ValueError(f"rates must lie in [0, 1], got {p1} and {p2}")
     if p1 == p2:
         raise ValueError("the two rates are equal: no number of runs tells them apart")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
-    if power is not None and not 0 < power < 1:
-        raise ValueError(f"power must lie in (0, 1), got {power}")
+    if not MIN_ALPHA <= alpha < 1:
+        raise ValueError(f"alpha must lie in [{MIN_ALPHA:g}, 1), got {alpha:g}")
+    if power is not None and not 0 < power <= MAX_POWER:
+        raise ValueError(f"power must lie in (0, 1 - {1 - MAX_POWER:.0e}], got {power:g}")
 
 
 def normal_runs_per_arm(p1: float, p2: float, alpha: float = 0.05, power: float = 0.8) -> float:
@@ -74,8 +80,7 @@ def _binomial(n: int, p: float) -> list[float]:
         return [float(x == (n if p == 1 else 0)) for x in range(n + 1)]
     log_p, log_q = math.log(p), math.log1p(-p)
     lf = [math.lgamma(i + 1) for i in range(n + 1)]
-    return [math.exp(lf[n] - lf[x] - lf[n - x] + x * log_p + (n - x) * log_q)
-            for x in range(n + 1)]
+    return [math.exp(lf[n] - lf[x] - lf[n - x] + x * log_p + (n - x) * log_q) for x in range(n + 1)]
 
 
 # Half-width of the window around the hypergeometric mean that is enumerated, in standard
@@ -103,8 +108,11 @@ def _accepted(n: int, s: int, lf: list[float], alpha: float) -> range:
         running += math.exp(value)
         cumulative.append(running)
     tolerance = math.log(_RELATIVE_TOLERANCE)
-    kept = [x for x, value in zip(xs, logs, strict=True)
-            if cumulative[bisect_right(ordered, value + tolerance) - 1] > alpha]
+    kept = [
+        x
+        for x, value in zip(xs, logs, strict=True)
+        if cumulative[bisect_right(ordered, value + tolerance) - 1] > alpha
+    ]
     return range(kept[0], kept[-1] + 1) if kept else range(0)
 
 

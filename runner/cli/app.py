@@ -2,7 +2,7 @@
 
 Every user error ends as one line on stderr and exit code 1; no tracebacks (V4). Exit codes
 (V5; the same in `--help` and docs): 0 done, 1 bad input, 2 a regression (`sweep`), 3 a run
-failed to run or was not run, 130 interrupted.
+failed to run or was not run, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_REGRESSION = 2
 EXIT_RUNS_FAILED = 3
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT)
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15, as a shell reports it): ended like Ctrl-C (V14)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

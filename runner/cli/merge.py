@@ -13,17 +13,23 @@ from runner.cli.app import print_error as _error  # one line per problem
 
 def merge_command(
     stores: Annotated[
-        list[Path], typer.Argument(help="Run stores to join, e.g. the stores of a sweep's shards.")
+        list[Path],
+        typer.Argument(
+            help="Run stores to join, e.g. the stores of a sweep's shards: read-only, never changed, each named once."
+        ),
     ],
     out: Annotated[
-        Path, typer.Option("-o", "--out", help="The store to merge into (created if missing).")
+        Path,
+        typer.Option(
+            "-o",
+            "--out",
+            help="The run store to merge into, created if missing (a file path: not :memory:, md:, a URL).",
+        ),
     ],
 ) -> None:
     """Join run stores of one experiment (e.g. --shard jobs of a CI matrix) into one.
 
-    A run already in the output is not stored again; stores made with two versions of one
-    experiment's spec are refused. Exit codes: 0 merged, 1 bad input or a conflict (the output
-    is left as it was).
+    A run already in the output is not stored again; stores made with two versions of one experiment's spec are refused. The inputs may come from anywhere: a file that is not a run store, or holds a view or a macro, is refused, and no input is changed. Exit codes: 0 merged, 1 bad input or a conflict (the output is left as it was; a new one is not created).
     """
     raise typer.Exit(merge(stores, out))
 

@@ -17,9 +17,13 @@ from runner.cli.app import print_error as _error  # one line per problem
 
 
 def report_command(
-    db: Annotated[Path, typer.Option("--db", help="The run store to report on.")] = Path(
-        "reports/runs.duckdb"
-    ),
+    db: Annotated[
+        Path,
+        typer.Option(
+            "--db",
+            help="The run store to report on: a file, read-only, never changed; it may come from elsewhere (views, macros and files that are not run stores are refused).",
+        ),
+    ] = Path("reports/runs.duckdb"),
     out: Annotated[
         Path | None,
         typer.Option(
@@ -64,11 +68,14 @@ def report(
     """Write the HTML (or Markdown) report of a run store; print where it went."""
     from runner.html.report import write_report
     from runner.spec import name_problem
+    from runner.store.opening import name_problem as store_name_problem
 
     if fmt not in ("html", "md"):
         return _error("report", f"--format must be html or md, got {fmt!r}")
     if experiment is not None and (problem := name_problem(experiment)):
         return _error("report", f"--experiment {experiment!r}: {problem}")
+    if problem := store_name_problem(db):  # V8: never a database in memory or a URL
+        return _error("report", f"--db: {problem}")
     if not db.exists():
         return _error(
             "report",

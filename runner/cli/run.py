@@ -3,26 +3,39 @@
 Exit codes (V5; the same in `--help` and docs): 0 every selected run ran (whatever its
 verdict), 1 bad input (flags, spec, files, a selection that matches no run), 3 a selected run
 failed to run or was not run (blocked `auto` arm, budget used up; every finished run is
-stored), 130 interrupted. `sweep` adds 2: a regression against the baseline.
+stored), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM; ended like Ctrl-C). `sweep` adds
+2: a regression against the baseline.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import contextlib
+import os
+import signal
+from collections.abc import Coroutine
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from harness.base.errors import HarnessError
 from harness.base.textsafe import terminal
-from runner.cli.app import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNS_FAILED, print_error, say
+from runner.cli.app import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_RUNS_FAILED,
+    EXIT_TERMINATED,
+    print_error,
+    say,
+)
 
 if TYPE_CHECKING:
     from runner.matrix import RunCell
     from runner.spec import ExperimentSpec
 
+T = TypeVar("T")
 SHOWN_ERRORS = 5
 EXECUTOR_HELP = "local (this process) or ray (Ray tasks on any node of a cluster; pip install 'agent-harness\\[ray]')."
 ADDRESS_HELP = "With --executor ray: HOST:PORT of a cluster's head, ray://HOST:PORT (Ray Client) or auto (a cluster `ray start` began on this machine). Default: RAY_ADDRESS, else such a cluster, else Ray started here for this sweep."
@@ -34,9 +47,13 @@ def run_command(
     spec: Annotated[
         Path, typer.Argument(help="The experiment spec (YAML), e.g. experiments/example.yaml.")
     ],
-    db: Annotated[Path, typer.Option("--db", help="The DuckDB file runs are stored in.")] = Path(
-        "reports/runs.duckdb"
-    ),
+    db: Annotated[
+        Path,
+        typer.Option(
+            "--db",
+            help="The DuckDB file runs are stored in (a file path: not :memory:, md:, a URL; an existing file must be a run store).",
+        ),
+    ] = Path("reports/runs.duckdb"),
     concurrency: Annotated[
         int | None,
         typer.Option(
@@ -61,7 +78,11 @@ def run_command(
         ),
     ] = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List the matrix and its size; run nothing.")
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="List the matrix and its size; run nothing (the spec's bounds and os.environ/NAME references are checked as for a run).",
+        ),
     ] = False,
     in_process: Annotated[
         str | None,
@@ -81,7 +102,7 @@ def run_command(
 
     Each verdict is set against the built-in upstream's real rows; the closing summary counts the verdicts they contradict and lists those runs (a harness error, never the agent's).
 
-    Exit codes: 0 every selected run ran (whatever its verdict or agreement); 1 bad input (flags, spec, files, an --only that selects no run); 3 a run failed to run or was not run (every finished run is stored); 130 interrupted.
+    Exit codes: 0 every selected run ran (whatever its verdict or agreement); 1 bad input (flags, spec, files, an --only that selects no run); 3 a run failed to run or was not run (every finished run is stored); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM), stopped as Ctrl-C stops it.
     """
     raise typer.Exit(
         run_experiment(
@@ -113,6 +134,7 @@ class Executed:
     selected: int
     failed: int  # selected runs stored with status=error
     not_run: int  # selected runs with nothing stored (blocked, budget used up)
+    interrupted: int | None = None  # the exit code of Ctrl-C (130) or SIGTERM (143)
 
     @property
     def complete(self) -> bool:
@@ -143,6 +165,8 @@ def run_experiment(
     )  # fmt: skip
     if isinstance(outcome, int):
         return outcome
+    if outcome.interrupted is not None:
+        return outcome.interrupted
     return EXIT_OK if outcome.complete else EXIT_RUNS_FAILED
 
 
@@ -165,8 +189,9 @@ def execute(
     """Run the selected matrix; an exit code when it could not start or only listed it."""
     from runner.matrix import describe, expand, parse_shard, select
     from runner.matrix import shard as shard_of
-    from runner.spec import load_spec
+    from runner.spec import load_spec, unset_variables
     from runner.spec._load import read_spec_text
+    from runner.store.opening import name_problem as store_name_problem
 
     if in_process is not None and in_process not in ("auto", "always", "never"):
         return _error(f"--in-process must be auto, always or never, got {in_process!r}", command)
@@ -176,6 +201,8 @@ def execute(
         return _error("--address works only with --executor ray", command)
     if executor != "ray" and cpus_per_run != 1.0:
         return _error("--cpus-per-run works only with --executor ray", command)
+    if problem := store_name_problem(db):  # V8: the runs go to a file, never to memory
+        return _error(f"--db: {problem}", command)
     try:
         spec_text = read_spec_text(spec_path)  # V4; read once: what runs is what is stored
         spec = load_spec(spec_path, text=spec_text)
@@ -191,6 +218,10 @@ def execute(
         # G2. An empty shard is no mistake (more shards than cells): its store just holds none.
         by_group = any(p.kind == "auto" for p in spec.patches)
         cells = shard_of(cells, *shard_of_n, by_group=by_group)
+    # V13: a key the runs would miss fails now (also in --dry-run), not in every run.
+    unset = unset_variables(spec, (c.model for c in cells), (c.upstream for c in cells), os.environ)
+    if unset:
+        return _error("\n".join(f"{spec_path}: {line}" for line in unset), command)
     if dry_run:
         print(terminal(describe(cells), lines=True))
         return EXIT_OK
@@ -257,8 +288,9 @@ def _sweep(
         + (f"; running on Ray ({engine.describe()})" if engine is not None else "")
     )
     execute = {"execute": engine.execute} if engine is not None else {}
+    stopped = None
     try:
-        result = asyncio.run(
+        result = run_until_signalled(
             run_sweep(
                 spec, cells, store, all_cells=all_cells, concurrency=concurrency, resume=resume,
                 retry_errors=retry_errors, in_process=in_process, on_progress=ProgressLine(),
@@ -266,8 +298,13 @@ def _sweep(
             )
         )  # fmt: skip
     except KeyboardInterrupt:
-        say("\nInterrupted: every finished run is stored; run the same command again to resume.")
-        return EXIT_INTERRUPTED
+        stopped, how = EXIT_INTERRUPTED, "Interrupted"
+    except Terminated:
+        stopped, how = EXIT_TERMINATED, "Terminated (SIGTERM)"
+    if stopped is not None:  # V14: SIGTERM ends like Ctrl-C; the caller writes what ran
+        say(f"\n{how}: every finished run is stored; run the same command again to resume.")
+        runs = store.load_runs(spec.name, columns=["run_id", "status"])
+        return replace(_outcome(spec, cells, runs, retry_errors, quiet=True), interrupted=stopped)
     if result.resumed:
         say(f"{result.resumed} runs were already stored and were skipped (resume).")
     if engine is not None and engine.execute.lost:
@@ -300,16 +337,25 @@ def _sweep(
 
 
 def _outcome(
-    spec: ExperimentSpec, cells: list[RunCell], runs: Any, retried: bool, stopped: int = 0
+    spec: ExperimentSpec,
+    cells: list[RunCell],
+    runs: Any,
+    retried: bool,
+    stopped: int = 0,
+    *,
+    quiet: bool = False,
 ) -> Executed:
     """Count the selected runs that failed or are missing, from the store: what it shows
     (redacted, V3) is what is printed, and runs failed in an earlier sweep count too. Runs
-    that `stop_early` did not start (`stopped`) are not missing: the spec asked for that."""
+    that `stop_early` did not start (`stopped`) are not missing: the spec asked for that.
+    `quiet`: count only (an interrupted sweep says one line)."""
     import polars as pl
 
     wanted = {c.run_id for c in cells}
     mine = runs.filter(pl.col("run_id").is_in(list(wanted)))
     errors = mine.filter(pl.col("status") == "error")
+    if quiet:
+        return Executed(spec, len(wanted), errors.height, len(wanted) - mine.height - stopped)
     for row in errors.head(SHOWN_ERRORS).iter_rows(named=True):
         say(f"run {row['run_id']} ({row['model']}) failed: {row['error']}")
     if errors.height:
@@ -320,6 +366,47 @@ def _outcome(
     if missing:
         say(f"{missing} of {len(wanted)} runs were not run.")
     return Executed(spec, len(wanted), errors.height, missing)
+
+
+class Terminated(Exception):
+    """SIGTERM arrived while the runs ran (V14): the sweep ends as Ctrl-C ends it."""
+
+
+def run_until_signalled(work: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run(work), where SIGTERM cancels the work as Ctrl-C does (asyncio's own way for
+    SIGINT: the main task is cancelled, so every run in flight is cancelled and every finished
+    one committed) and then raises Terminated. The handler that was there before comes back."""
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        return asyncio.run(_stop_on_sigterm(work))
+    finally:
+        with contextlib.suppress(ValueError, TypeError):  # ValueError: not the main thread
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+async def _stop_on_sigterm(work: Coroutine[Any, Any, T]) -> T:
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    terminated = False
+
+    def on_sigterm() -> None:
+        nonlocal terminated
+        if not terminated and main is not None:  # a second SIGTERM: the first one is under way
+            terminated = True
+            main.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    except (NotImplementedError, RuntimeError, ValueError):  # no signals here: run as is
+        return await work
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if terminated and main is not None and main.uncancel() == 0:
+            raise Terminated from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 class _RayEngine:

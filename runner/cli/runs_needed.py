@@ -6,6 +6,10 @@ from typing import Annotated
 
 import typer
 
+# The planner (runner.analysis.power) is imported when the command runs: the console script
+# starts every command, `proxy` too, without the runner's analysis (polars, duckdb).
+MIN_ALPHA = 1e-10  # runner.analysis.power.MIN_ALPHA, for --help (a test keeps them equal)
+
 
 def runs_needed_command(
     baseline: Annotated[
@@ -27,12 +31,21 @@ def runs_needed_command(
         ),
     ],
     alpha: Annotated[
-        float, typer.Option("--alpha", min=0.0, max=1.0, help="Significance level, two-sided.")
+        float,
+        typer.Option(
+            "--alpha",
+            min=0.0,
+            max=1.0,
+            help=f"Significance level, two-sided: {MIN_ALPHA:g} up to (not including) 1.",
+        ),
     ] = 0.05,
     power: Annotated[
         float,
         typer.Option(
-            "--power", min=0.0, max=1.0, help="Wanted probability of detecting the difference."
+            "--power",
+            min=0.0,
+            max=1.0,
+            help="Wanted probability of detecting the difference, above 0 and below 1.",
         ),
     ] = 0.8,
     runs: Annotated[
@@ -49,8 +62,19 @@ def runs_needed_command(
     typer.echo(text, nl=False)
 
 
+def _given(rate: float) -> str:
+    """A rate the user gave, as a percentage with the digits it has (0.0001 is 0.01%)."""
+    return f"{rate * 100:.6g}%"
+
+
 def _pct(rate: float) -> str:
-    text = f"{rate * 100:.1f}".rstrip("0").rstrip(".")
+    """A computed rate: one decimal, two significant digits below 0.1%, never a false 0%."""
+    percent = rate * 100
+    if 0 < percent < 0.01:
+        return "below 0.01%"
+    if 0 < percent < 0.1:
+        return f"{percent:.2g}%"
+    text = f"{percent:.1f}".rstrip("0").rstrip(".")
     return f"{text}%"
 
 
@@ -61,7 +85,7 @@ def runs_needed_text(
     from runner.analysis.power import MAX_EXACT_RUNS, fisher_power, plan
 
     question = (
-        f"Duplicate rate {_pct(baseline)} without the patch vs {_pct(target)} with it; "
+        f"Duplicate rate {_given(baseline)} without the patch vs {_given(target)} with it; "
         f"two-sided, alpha {alpha:g}"
     )
     if runs is not None:
@@ -79,7 +103,7 @@ def runs_needed_text(
     exact = f"more than {MAX_EXACT_RUNS:,}" if result.exact is None else str(result.exact)
     fleiss = f"{result.fleiss:,}"
     width = max(len(exact), len(fleiss))
-    lines = [f"{question}, power {_pct(power)}:"]
+    lines = [f"{question}, power {_given(power)}:"]
     exact_power = "" if result.exact_power is None else f" (exact power {_pct(result.exact_power)})"
     lines.append(
         f"  {exact:>{width}} runs per arm  Fisher's exact test, which the report uses{exact_power}"

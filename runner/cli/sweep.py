@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,6 +17,9 @@ from runner.cli.app import print_error as _error  # one line per problem
 from runner.cli.report import default_report_path, report
 from runner.cli.run import ADDRESS_HELP, CPUS_HELP, EXECUTOR_HELP, execute
 
+if TYPE_CHECKING:
+    from runner.regression import Summary
+
 
 def sweep_command(
     spec: Annotated[
@@ -25,7 +28,8 @@ def sweep_command(
     baseline: Annotated[
         Path | None,
         typer.Option(
-            "--baseline", help="A run store (DuckDB) or an exported JSON summary to compare with."
+            "--baseline",
+            help="A run store (DuckDB, read-only, never changed) or an exported JSON summary to compare with; checked whole before any run.",
         ),
     ] = None,
     db: Annotated[Path, typer.Option("--db", help="Where this sweep's runs are stored.")] = Path(
@@ -52,7 +56,7 @@ def sweep_command(
 ) -> None:
     """Regression sweep: run (resumably), compare duplicate rates with a baseline.
 
-    Exit codes: 0 every run ran and no group regressed; 1 bad input; 2 a group's duplicate rate rose above its baseline interval; 3 a run failed to run or was not run (no claim of "no regression" then; JUnit shows those groups as errors); 130 interrupted.
+    Exit codes: 0 every run ran and no group regressed; 1 bad input; 2 a group's duplicate rate rose above its baseline interval; 3 a run failed to run or was not run (no claim of "no regression" then; JUnit shows those groups as errors); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): every finished run is stored and the JUnit XML covers the runs stored so far.
     """
     raise typer.Exit(
         sweep(
@@ -76,6 +80,22 @@ def _check_outputs(**paths: Path | None) -> str | None:
     return None
 
 
+def _interrupted(code: int, base: Summary | None, db: Path, name: str, junit: Path | None) -> int:
+    """V14: a sweep cut short by Ctrl-C or SIGTERM writes the JUnit XML of the runs it stored
+    (what ran is compared; no HTML report, no baseline export from a partial sweep) and exits
+    with the interruption's code."""
+    from runner.regression import compare_to_baseline, junit_xml
+
+    if junit is not None:
+        try:
+            write_file(junit, junit_xml(compare_to_baseline(base, db, name)), "JUnit XML file")
+        except (HarnessError, ValueError) as exc:
+            _error("sweep", str(exc))
+        else:
+            print(f"JUnit XML of the runs stored so far written to {junit}")
+    return code
+
+
 def sweep(
     spec: Path,
     baseline: Path | None,
@@ -92,7 +112,8 @@ def sweep(
     """Run (resumably), compare with the baseline, write JUnit + HTML.
 
     2 on a regression; else 3 when a run failed to run (never "no regression" then)."""
-    from runner.regression import compare_to_baseline, export_summary, junit_xml
+    from runner.regression import compare_to_baseline, export_summary, junit_xml, load_summary
+    from runner.store import StoreError
 
     if baseline is not None and not baseline.exists():
         return _error(
@@ -101,6 +122,10 @@ def sweep(
     problem = _check_outputs(**{"--junit": junit, "-o": out, "--export-baseline": export_baseline})
     if problem:
         return _error("sweep", problem)
+    try:  # V13: the whole baseline, before any run (V8: a store from elsewhere)
+        base = load_summary(baseline) if baseline is not None else None
+    except StoreError as exc:
+        return _error("sweep", str(exc))
     executed = execute(
         spec, db=db, concurrency=concurrency, resume=True, retry_errors=False, only=[],
         dry_run=False, in_process=None, command="sweep", executor=executor, address=address,
@@ -109,6 +134,8 @@ def sweep(
     if isinstance(executed, int):
         return executed
     name = executed.spec.name
+    if executed.interrupted is not None:
+        return _interrupted(executed.interrupted, base, db, name, junit)
     incomplete = not executed.complete
     try:
         if export_baseline is not None:
@@ -119,7 +146,7 @@ def sweep(
             return EXIT_ERROR
         if baseline is None:
             print("No --baseline given: nothing to compare with.")
-        result = compare_to_baseline(baseline, db, name)  # no baseline: every group new
+        result = compare_to_baseline(base, db, name)  # no baseline: every group new
         if junit is not None:
             write_file(junit, junit_xml(result), "JUnit XML file")
             print(f"JUnit XML written to {junit}")

@@ -56,7 +56,9 @@ _NIGHTS = re.compile(
 _CURRENCY = r"(EUR|USD|CHF|GBP|€|\$|£)"
 _NUMBER = r"(\d+(?:[.,]\d{1,2})?)"
 _AMOUNTS = (
-    re.compile(rf"{_NUMBER}\s?{_CURRENCY}", re.IGNORECASE),
+    # Only from the first digit of a number: matched from each digit of a long run of digits,
+    # this was quadratic (V14); a match inside the run is a match from its start anyway.
+    re.compile(rf"(?<!\d){_NUMBER}\s?{_CURRENCY}", re.IGNORECASE),
     re.compile(rf"{_CURRENCY}\s?{_NUMBER}", re.IGNORECASE),
 )
 _SYMBOLS = {"€": "EUR", "$": "USD", "£": "GBP"}

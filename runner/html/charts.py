@@ -13,6 +13,7 @@ import polars as pl
 from markupsafe import Markup
 
 from runner.analysis.model import UNPATCHED
+from runner.html.formatting import clip
 
 # Geometry in SVG user units; the SVG scales to the page width through its viewBox.
 _WIDTH = 560
@@ -27,7 +28,7 @@ _BOTTOM = 8
 
 
 def _esc(text: object) -> str:
-    return escape(str(text), quote=True)
+    return escape(clip(str(text)), quote=True)
 
 
 def _x(rate: float) -> float:
@@ -57,9 +58,7 @@ def _axis(height: float) -> list[str]:
 def _bar(y: float, arm_class: str, row: dict) -> list[str]:
     n, k = row["n"], row["dup_k"]
     if not n:
-        return [
-            f'<text class="value" x="{_x(0) + 4:.1f}" y="{y + _BAR_H - 3}">no runs</text>'
-        ]
+        return [f'<text class="value" x="{_x(0) + 4:.1f}" y="{y + _BAR_H - 3}">no runs</text>']
     rate, low, high = row["rate"], row["ci_low"], row["ci_high"]
     label = (
         f"{row['model']}, patch {row['patch_arm']}: {k} of {n} runs with a duplicate "
@@ -83,11 +82,11 @@ def _bar(y: float, arm_class: str, row: dict) -> list[str]:
 def rate_chart(cells: pl.DataFrame, arm_classes: dict[str, str], title: str) -> Markup:
     """One SVG: a group of bars per model, one bar per patch arm, with interval whiskers."""
     models = cells.get_column("model").unique(maintain_order=True).to_list()
-    arms_per_model = {
-        m: cells.filter(pl.col("model") == m).to_dicts() for m in models
-    }
-    height = _TOP + _BOTTOM + sum(
-        len(rows) * (_BAR_H + _BAR_GAP) + _GROUP_GAP for rows in arms_per_model.values()
+    arms_per_model = {m: cells.filter(pl.col("model") == m).to_dicts() for m in models}
+    height = (
+        _TOP
+        + _BOTTOM
+        + sum(len(rows) * (_BAR_H + _BAR_GAP) + _GROUP_GAP for rows in arms_per_model.values())
     )
     parts = [
         f'<svg class="chart" viewBox="0 0 {_WIDTH} {height}" role="img" '
@@ -138,9 +137,7 @@ def chart_panels(cells: pl.DataFrame, patched_arms: list[str]) -> list[ChartPane
     panels = []
     groups = cells.select("condition", "scenario").unique(maintain_order=True)
     for condition, scenario in groups.iter_rows():
-        subset = cells.filter(
-            (pl.col("condition") == condition) & (pl.col("scenario") == scenario)
-        )
+        subset = cells.filter((pl.col("condition") == condition) & (pl.col("scenario") == scenario))
         title = f"{condition} · {scenario}"
         panels.append(ChartPanel(title=title, svg=rate_chart(subset, classes, title)))
     return panels

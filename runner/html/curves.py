@@ -15,6 +15,7 @@ from markupsafe import Markup
 from runner.analysis.model import ROW_KEYS
 from runner.analysis.stats import pass_hat_curve
 from runner.html.charts import ChartPanel
+from runner.html.formatting import clip
 
 _WIDTH, _HEIGHT = 300, 150
 _LEFT, _RIGHT, _TOP, _BOTTOM = 34, 10, 8, 26
@@ -25,7 +26,7 @@ MAX_PANELS = 30
 
 
 def _esc(text: object) -> str:
-    return escape(str(text), quote=True)
+    return escape(clip(str(text)), quote=True)
 
 
 def _x(k: int, last: int) -> float:
@@ -102,9 +103,11 @@ def curve_panels(
     rows = with_runs.select(*ROW_KEYS, "condition").unique(maintain_order=True)
     panels = []
     for key in rows.head(limit).iter_rows(named=True):
-        arms = with_runs.filter(
-            pl.all_horizontal(pl.col(k) == key[k] for k in ROW_KEYS)
-        ).select("patch_arm", "safe_k", "n").to_dicts()
+        arms = (
+            with_runs.filter(pl.all_horizontal(pl.col(k) == key[k] for k in ROW_KEYS))
+            .select("patch_arm", "safe_k", "n")
+            .to_dicts()
+        )
         title = f"{key['model']} · {key['condition']} · {key['scenario']}"
         panels.append(ChartPanel(title=title, svg=curve_svg(arms, arm_classes, title)))
     return panels, max(0, rows.height - limit)

@@ -9,14 +9,33 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+# V14: the most characters of one value the page shows (a message, a tool's answer, an error,
+# the raw report, a name); the run store keeps the whole text. 8 runs with 5 MB messages made
+# a 200 MB page; now each value is at most this plus one line saying how much was left out.
+MAX_SHOWN_CHARS = 20_000
+
+
+def clip(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """The text, or its first `limit` characters and a line saying how many more there are."""
+    if len(text) <= limit:
+        return text
+    left_out = len(text) - limit
+    return (
+        f"{text[:limit]}\n… [{left_out:,} more characters not shown here; the run store "
+        "keeps the whole text]"
+    )
+
 
 def pct(value: float | None) -> str:
-    """A proportion as a percentage: whole numbers, one decimal below 10 %."""
+    """A proportion as a percentage: whole numbers, one decimal below 10 %, two significant
+    digits below 0.1 % (1 in 10,000 is 0.01%, never 0.0%)."""
     if value is None:
         return "–"
     percent = value * 100
     if percent == 0 or percent >= 10 or percent == round(percent):
         return f"{percent:.0f}%"
+    if percent < 0.1:
+        return f"{percent:.2g}%"
     return f"{percent:.1f}%"
 
 
@@ -81,10 +100,19 @@ _BREAK_AFTER = re.compile(r"([/_.-])")
 
 def breakable(text: object) -> Markup:
     """Escaped text that may wrap after / - _ . (model and patch names), not inside a word."""
-    return Markup(_BREAK_AFTER.sub(r"\1<wbr>", str(escape(str(text)))))
+    return Markup(_BREAK_AFTER.sub(r"\1<wbr>", str(escape(clip(str(text))))))
 
 
 FILTERS = {
-    "pct": pct, "pvalue": pvalue, "p_text": p_text, "num": num, "usd": usd, "score": score, "ms": ms,
-    "when": when, "yesno": yesno, "pretty": pretty, "breakable": breakable,
+    "pct": pct,
+    "pvalue": pvalue,
+    "p_text": p_text,
+    "num": num,
+    "usd": usd,
+    "score": score,
+    "ms": ms,
+    "when": when,
+    "yesno": yesno,
+    "pretty": pretty,
+    "breakable": breakable,
 }

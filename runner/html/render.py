@@ -6,6 +6,7 @@ from typing import Any
 
 import jinja2
 import polars as pl
+from markupsafe import Markup
 
 from runner.analysis import Analysis, Count
 from runner.analysis.measures import ATTRIBUTION_COLUMNS, HONESTY_COLUMNS
@@ -14,7 +15,17 @@ from runner.execute.attribution import ATTRIBUTION_MEANINGS
 from runner.honesty import LABEL_MEANINGS
 from runner.html.charts import arm_classes, chart_panels
 from runner.html.curves import curve_panels
-from runner.html.formatting import FILTERS
+from runner.html.formatting import FILTERS, clip
+
+
+def bounded(value: Any) -> Any:
+    """Every value the templates print passes here (jinja's `finalize`): text is clipped to
+    MAX_SHOWN_CHARS (V14). HTML the report builds itself (Markup: charts, badges, names made
+    breakable) is left whole: it clipped what it holds of the store's text already."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return clip(value)
+    return value
+
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("runner.html", "templates"),
@@ -24,6 +35,7 @@ _ENV = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
     trim_blocks=True,
     lstrip_blocks=True,
+    finalize=bounded,
 )
 _ENV.filters.update(FILTERS)
 
@@ -32,7 +44,7 @@ _ENV.filters.update(FILTERS)
 TEST_TITLES = {
     "fisher": "Fisher's exact test, two-sided: the two arms as independent samples",
     "mcnemar": "McNemar's exact test, two-sided: pairs of runs that shared a repetition and its "
-               "seeded faults; only pairs that differ count",
+    "seeded faults; only pairs that differ count",
 }
 
 

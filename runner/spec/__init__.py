@@ -16,6 +16,7 @@ from runner.spec._base import (
     name_problem,
     thaw,
 )
+from runner.spec._checks import matrix_problem, unset_variables
 from runner.spec._environment import ChaosParams, Scenario, Upstream
 from runner.spec._experiment import (
     ExperimentSpec,
@@ -55,6 +56,8 @@ __all__ = [
     "did_you_mean",
     "freeze",
     "load_spec",
+    "matrix_problem",
     "name_problem",
     "thaw",
+    "unset_variables",
 ]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
 from harness.proxy import HTTP_ONLY
 from runner.spec._base import canonical_json, did_you_mean
+from runner.spec._environment import Upstream
 from runner.spec._experiment import ExperimentSpec
 from runner.spec._locate import Loc
 from runner.spec._models import (
@@ -17,6 +18,7 @@ from runner.spec._models import (
     RESERVED_PARAMS,
     SECRET_PARAMS,
     ModelParams,
+    ModelSpec,
 )
 from runner.spec._providers import known_providers
 
@@ -74,9 +76,12 @@ def _params(spec: ExperimentSpec) -> Iterator[Problem]:
                 if not _ENV_NAME.fullmatch(value[len(ENV_REF) :]):
                     yield loc, f"{value!r}: expected {ENV_REF}NAME with a variable name"
             elif key in SECRET_PARAMS:
-                yield loc, (
-                    f"never write a key into a spec: use {ENV_REF}NAME (litellm's reference to "
-                    "an environment variable, read when the model is called)"
+                yield (
+                    loc,
+                    (
+                        f"never write a key into a spec: use {ENV_REF}NAME (litellm's reference to "
+                        "an environment variable, read when the model is called)"
+                    ),
                 )
         for key in params.model_extra or {}:
             loc = (*where, key)
@@ -157,6 +162,63 @@ def _pairings(spec: ExperimentSpec) -> Iterator[Problem]:
             yield ("upstreams", k), f"{name!r} would get no runs: {why}"
 
 
+def unset_variables(
+    spec: ExperimentSpec,
+    models: Iterable[ModelSpec],
+    upstreams: Iterable[Upstream],
+    environ: Mapping[str, str],
+) -> list[str]:
+    """One line per environment variable that an `os.environ/NAME` reference of these models
+    (their top-level parameters, as litellm reads them), of the honesty judge or of these
+    upstreams' headers names, and that `environ` lacks: found before any run starts."""
+    places: dict[str, str] = {}  # variable -> the first place naming it
+    named: list[tuple[str, Any]] = [
+        (f"model {m.display_name}: params.{key}", value)
+        for m in dict.fromkeys(models)
+        for key, value in m.params.as_kwargs().items()
+    ]
+    if spec.honesty.uses_model:
+        named += [(f"honesty judge {spec.honesty.judge}: params.{key}", value)
+                  for key, value in spec.honesty.params.as_kwargs().items()]  # fmt: skip
+    named += [
+        (f"upstream {u.name}: header {header}", value)
+        for u in dict.fromkeys(upstreams)
+        for header, value in u.headers.items()
+    ]
+    for place, value in named:
+        if isinstance(value, str) and value.startswith(ENV_REF):
+            variable = value[len(ENV_REF) :]
+            if variable not in environ:
+                places.setdefault(variable, place)
+    return [
+        f"{place} names the environment variable {variable} ({ENV_REF}{variable}), which is not set"
+        for variable, place in places.items()
+    ]
+
+
+def matrix_problem(spec: ExperimentSpec) -> str | None:
+    """V13: the matrix's size against `limits.max_matrix_runs`, before a run is built."""
+    size, cap = spec.matrix_size(), spec.limits.max_matrix_runs
+    if size <= cap:
+        return None
+    dims = " x ".join(
+        f"{n:,} {what}{'' if n == 1 else 's'}" for what, n in spec.matrix_dimensions()
+    )
+    return (
+        f"the matrix has {size:,} runs ({dims}), more than limits.max_matrix_runs allows "
+        f"({cap:,}); make the spec smaller, or raise limits.max_matrix_runs"
+    )
+
+
+def _matrix(spec: ExperimentSpec) -> Iterator[Problem]:
+    problem = matrix_problem(spec)
+    if problem:
+        yield ("runs",), problem
+
+
 def check(spec: ExperimentSpec) -> list[Problem]:
     """Every problem of a spec that validated, as (location, message)."""
-    return [*_dimensions(spec), *_params(spec), *_providers(spec), *_combinations(spec)]
+    return [
+        *_dimensions(spec), *_params(spec), *_providers(spec), *_combinations(spec),
+        *_matrix(spec),
+    ]  # fmt: skip

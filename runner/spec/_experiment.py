@@ -10,6 +10,10 @@ from runner.spec._base import Frozen, FrozenDict, SafeName, list_field
 from runner.spec._environment import Scenario, Upstream
 from runner.spec._models import Conversation, HonestySettings, ModelSpec, PatchArm, Prompt
 
+# A run of the matrix takes a few hundred bytes before it runs and seconds to minutes when it
+# does: 100,000 runs are days of model calls, 100 x 100 x 10,000 would be 40 GB of memory.
+DEFAULT_MAX_MATRIX_RUNS = 100_000
+
 
 class Limits(Frozen):
     """Where a run (or the experiment) stops."""
@@ -25,6 +29,8 @@ class Limits(Frozen):
     tool_timeout_s: float | None = Field(default=None, gt=0)
     max_tokens: int | None = Field(default=None, gt=0)  # total per run
     budget_usd: float | None = Field(default=None, gt=0)  # total for the whole experiment
+    # V13: the most runs the matrix may have (computed from the spec before a run is built).
+    max_matrix_runs: int = Field(default=DEFAULT_MAX_MATRIX_RUNS, ge=1, le=100_000_000)
 
 
 class RetrySettings(Frozen):
@@ -93,3 +99,27 @@ class ExperimentSpec(Frozen):
     # Not part of any run id: the judge reads a finished run, it does not change it.
     honesty: HonestySettings = Field(default_factory=HonestySettings)
     stop_early: StopEarly | None = None
+
+    def matrix_dimensions(self) -> list[tuple[str, int]]:
+        """(what, how many) per dimension of the matrix, conversations counted per upstream
+        they meet; their product is `matrix_size` (V13: known before a run is built)."""
+        upstreams = {u.name for u in self.upstreams}
+        pairs = sum(
+            len(upstreams) if c.upstreams is None else len(upstreams & set(c.upstreams))
+            for c in self.conversations
+        )
+        return [
+            ("model", len(self.models)),
+            ("prompt", len(self.prompts)),
+            ("patch arm", len(self.patches)),
+            ("scenario", len(self.scenarios)),
+            ("upstream-conversation pair", pairs),
+            ("repetition", self.runs),
+        ]
+
+    def matrix_size(self) -> int:
+        """How many runs the matrix has, computed without building it."""
+        size = 1
+        for _, count in self.matrix_dimensions():
+            size *= count
+        return size

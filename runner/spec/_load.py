@@ -26,6 +26,79 @@ Located = tuple[int, str, str]  # line, field path, message
 
 MAX_SPEC_BYTES = 4 * MB  # V4: a spec, prompts inlined, is far smaller
 MAX_TEXT_FILE_BYTES = 4 * MB  # a prompt or patch file
+# V13: an alias (`params: *common`, `<<: *base`) may share a value, but what all aliases of a
+# spec stand for together is at most this many YAML nodes (a 629-byte alias bomb stands for
+# hundreds of millions). Each alias counts the nodes below its anchor; a recursive one is refused.
+MAX_ALIAS_NODES = 10_000
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with the expansion of aliases counted while the document is
+    composed, before any value is built (V13)."""
+
+    def __init__(self, text: str, shown: str) -> None:
+        super().__init__(text)
+        self.shown = shown
+        self.expanded = 0
+        self.sizes: dict[int, int] = {}  # id(node) -> nodes at and below it, aliases expanded
+        self.open_anchors: set[str] = set()  # anchors of collections still being composed
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            target = self.anchors.get(event.anchor)
+            if target is not None:  # an undefined alias is the composer's own error
+                self._count(event.anchor, target, event.start_mark.line + 1)
+        return super().compose_node(parent, index)
+
+    def compose_sequence_node(self, anchor: str | None) -> Node:
+        return self._composing(anchor, super().compose_sequence_node)
+
+    def compose_mapping_node(self, anchor: str | None) -> Node:
+        return self._composing(anchor, super().compose_mapping_node)
+
+    def _composing(self, anchor: str | None, compose: Any) -> Node:
+        if anchor is None:
+            return compose(anchor)
+        self.open_anchors.add(anchor)
+        try:
+            return compose(anchor)
+        finally:
+            self.open_anchors.discard(anchor)
+
+    def _count(self, anchor: str, target: Node, line: int) -> None:
+        if anchor in self.open_anchors:
+            raise SpecError(
+                f"{self.shown}:{line}: the alias *{anchor} stands inside the value it names "
+                "(a recursive alias): write the value out"
+            )
+        self.expanded += self._size(target)
+        if self.expanded > MAX_ALIAS_NODES:
+            raise SpecError(
+                f"{self.shown}:{line}: YAML aliases expand to more than {MAX_ALIAS_NODES:,} "
+                "values (an alias bomb?): write the values out, or share fewer"
+            )
+
+    def _size(self, root: Node) -> int:
+        """Nodes at and below `root` with aliases expanded; linear time (memoised)."""
+        sizes = self.sizes
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        while stack:
+            node, children_done = stack.pop()
+            if id(node) in sizes:
+                continue
+            if isinstance(node, SequenceNode):
+                children = list(node.value)
+            elif isinstance(node, MappingNode):
+                children = [part for pair in node.value for part in pair]
+            else:
+                children = []
+            if children_done:
+                sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+            else:
+                stack.append((node, True))
+                stack.extend((child, False) for child in children if id(child) not in sizes)
+        return sizes[id(root)]
 
 
 def read_spec_text(path: Path) -> str:
@@ -39,7 +112,7 @@ def read_spec_text(path: Path) -> str:
 def _parse(path: Path, shown: str, text: str | None) -> tuple[Node, Any, list[Located]]:
     text = read_spec_text(path) if text is None else text
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _BoundedLoader(text, shown)
     except yaml.reader.ReaderError as exc:  # a control character: the reader checks at once
         line = text.count("\n", 0, exc.position) + 1
         raise SpecError(

@@ -1,25 +1,33 @@
-"""`agent-harness merge`: join the stores of one experiment's shards into one (SPEC G2).
+"""`agent-harness merge`: join the stores of one experiment's shards into one (SPEC G2, V8).
 
 Generic over the store's tables as the migrations made them, so that a column or a child
 table added later is merged without a change here: `experiments` by name (one spec version
 per experiment), every table with a `run_id` column (runs and their child tables) by run, any
 other table by distinct rows. Idempotent: a run already in the output is not stored again, so
 merging twice, or shards that overlap, stores nothing twice; only a run stored with
-`status=error` is replaced by the same run stored as finished. Inputs are checked before the
-output is created or changed, and the copy is one transaction: a refused or failed merge
-leaves the output as it was. The output is opened by `Store` (V1: a regular file, its folders
-made) and every copied row passes the store's redaction (V3), as `save_runs` rows do.
+`status=error` is replaced by the same run stored as finished.
+
+The inputs are files from elsewhere (V8): each is opened the one way (`runner.store.opening`:
+vetted, read-only, never changed) and its rows are read from its own connection and written
+through the output store's redaction (V3), as `save_runs` rows are; no input is ATTACHed to
+the output's database. Every check comes before the output is created or changed: the names,
+the same file given twice (also by another path), the output among the inputs, each input
+and the output vetted, one spec version per experiment. The upgrade of an older output and
+the copy are one transaction: a refused or failed merge leaves the output as it was (a new
+output is removed), and its error is the first one DuckDB gave.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
+from runner.store import migrations, opening
 from runner.store.errors import StoreError
 from runner.store.store import Store
 
@@ -64,27 +72,45 @@ def _check_versions(sources: Sequence[Path]) -> list[str]:
     return sorted(versions)
 
 
+def _distinct(inputs: Sequence[Path], out: Path) -> None:
+    """Plain file names, each input once (by file, not by spelling), the output not among them."""
+    for path in inputs:
+        opening.check_name(path)
+    opening.check_name(out, "-o")
+    seen: dict[tuple[int, int], Path] = {}
+    for path in inputs:
+        key = opening.identity(path)
+        if key in seen:
+            raise StoreError(
+                f"{seen[key]} and {path} are the same store: give each store once"
+                if str(seen[key]) != str(path)
+                else f"{path} is given twice: give each store once"
+            )
+        seen[key] = path
+    if out.exists() and opening.identity(out) in seen:
+        raise StoreError(
+            f"{seen[opening.identity(out)]} is the output too; merge into another file"
+        )
+
+
 def merge_stores(inputs: Sequence[Path], out: Path) -> MergeResult:
     """Merge the run stores `inputs` into `out` (created if missing); StoreError on a conflict."""
-    for path in inputs:
-        if path.resolve() == out.resolve():
-            raise StoreError(f"{path} is the output too; merge into another file")
-    experiments = _check_versions([out, *inputs] if out.exists() else list(inputs))
-    with Store.open(out) as store:
-        con = store.connection
-        aliases = {path: f"merge_in_{i}" for i, path in enumerate(inputs)}
-        try:
-            for path, alias in aliases.items():
-                escaped = str(path).replace("'", "''")
-                con.execute(f"ATTACH '{escaped}' AS {alias} (READ_ONLY)")
-            result = _merge(store, aliases)
-        except duckdb.Error as err:
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            raise StoreError(f"cannot merge into {out}: {first}") from err
-        finally:
-            for alias in aliases.values():
-                with contextlib.suppress(duckdb.Error):
-                    con.execute(f"DETACH {alias}")
+    inputs, out = [Path(p) for p in inputs], Path(out)
+    _distinct(inputs, out)
+    created = not out.exists()
+    # The output is vetted like an input: not a run store (or a hostile one) is refused here,
+    # before anything is written; an empty DuckDB file may become one.
+    store_out = not created and opening.vet_file(out) is not None
+    experiments = _check_versions([out, *inputs] if store_out else list(inputs))
+    try:
+        with Store.open(out, upgrade=False) as store:
+            result = _merge(store, inputs, str(out))
+    except BaseException:
+        if created:  # a failed merge leaves no empty output behind
+            for leftover in (out, Path(f"{out}.wal")):
+                with contextlib.suppress(FileNotFoundError):
+                    leftover.unlink()
+        raise
     result.experiments = experiments
     return result
 
@@ -101,40 +127,86 @@ def _tables(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
     return per_run, [table for table, has in rows if not has]
 
 
-def _merge(store: Store, aliases: dict[Path, str]) -> MergeResult:
-    """Copy what the attached inputs add, in one transaction, through the store's redaction."""
+def _merge(store: Store, inputs: Sequence[Path], out: str) -> MergeResult:
+    """Upgrade the output and copy what each input adds, in one transaction."""
     con, result = store.connection, MergeResult()
-    per_run, others = _tables(con)
     con.begin()
     try:
-        for path, alias in aliases.items():
-            _insert(store, "experiments", f"SELECT * FROM {alias}.experiments", _EXPERIMENT)
-            # The runs to take: new ones, and finished ones that the output holds as errors.
-            con.execute(
-                f"""
-                CREATE OR REPLACE TEMP TABLE merge_take AS
-                SELECT i.run_id FROM {alias}.runs i LEFT JOIN runs o USING (run_id)
-                WHERE o.run_id IS NULL OR (o.status = 'error' AND i.status <> 'error')
-                """
-            )
-            taken = con.execute("SELECT count(*) FROM merge_take").fetchall()[0][0]
-            total = con.execute(f"SELECT count(*) FROM {alias}.runs").fetchall()[0][0]
-            for table in per_run:
-                con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM merge_take)")
-                _insert(
-                    store, table,
-                    f"SELECT * FROM {alias}.{table} WHERE run_id IN (SELECT run_id FROM merge_take)",
-                )  # fmt: skip
-            for table in others:
-                _insert(store, table, f"SELECT * FROM {alias}.{table} EXCEPT SELECT * FROM {table}")
+        migrations.migrate(con, out, in_transaction=True)
+        opening.check_shape(con, out)
+        per_run, others = _tables(con)
+        for path in inputs:
+            with Store.open(path, read_only=True) as source:
+                taken, total = _copy(store, source, per_run, others)
             result.added[str(path)], result.skipped[str(path)] = taken, total - taken
-        con.execute("DROP TABLE IF EXISTS merge_take")
         result.runs = con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
         con.commit()
+    except duckdb.Error as err:
+        _rollback(con)
+        raise StoreError(f"cannot merge into {out}: {_first_line(err)}") from err
     except BaseException:
-        con.rollback()
+        _rollback(con)
         raise
     return result
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    with contextlib.suppress(duckdb.Error):
+        con.rollback()
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+
+def _copy(store: Store, source: Store, per_run: list[str], others: list[str]) -> tuple[int, int]:
+    """Copy one input's rows into the output; (runs taken, runs in the input)."""
+    con, src = store.connection, source.connection
+    _insert(store, "experiments", src, _select(con, "experiments"), _EXPERIMENT)
+    # The runs to take: new ones, and finished ones that the output holds as errors.
+    theirs = src.sql("SELECT run_id, status FROM runs").to_arrow_table()
+    with _registered(con, "merge_in", theirs):
+        take = con.sql(
+            "SELECT i.run_id FROM merge_in i LEFT JOIN runs o USING (run_id) "
+            "WHERE o.run_id IS NULL OR (o.status = 'error' AND i.status <> 'error')"
+        ).to_arrow_table()
+    with _registered(con, "merge_take", take), _registered(src, "merge_take", take):
+        for table in per_run:
+            con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM merge_take)")
+            rows = f"{_select(con, table)} WHERE run_id IN (SELECT run_id FROM merge_take)"
+            _insert(store, table, src, rows)
+    for table in others:
+        _insert(store, table, src, _select(con, table), distinct=True)
+    return take.num_rows, theirs.num_rows
+
+
+def _select(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    """SELECT of the output's columns of `table`: only what a run store holds is read."""
+    columns = [
+        row[0]
+        for row in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_catalog = "
+            "current_database() AND table_name = ? ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+    ]
+    return f"SELECT {', '.join(_quoted(c) for c in columns)} FROM main.{_quoted(table)}"
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+@contextlib.contextmanager
+def _registered(con: duckdb.DuckDBPyConnection, name: str, rows: pa.Table) -> Iterator[None]:
+    con.register(name, rows)
+    try:
+        yield
+    finally:
+        # After a failed statement the transaction is aborted and this fails too: the first
+        # error is the one to report, never "Current transaction is aborted".
+        with contextlib.suppress(duckdb.Error):
+            con.unregister(name)
 
 
 # One spec version per experiment (checked before): keep the output's text, widen the dates.
@@ -147,14 +219,28 @@ _EXPERIMENT = """
 """
 
 
-def _insert(store: Store, table: str, select: str, on_conflict: str = "") -> None:
-    """Insert the rows of `select` into `table`, redacted as the store redacts (V3)."""
+# Rows per batch read from an input: a transcript row can be large, so a few thousand.
+_BATCH_ROWS = 2048
+
+
+def _insert(
+    store: Store,
+    table: str,
+    src: duckdb.DuckDBPyConnection,
+    select: str,
+    on_conflict: str = "",
+    *,
+    distinct: bool = False,
+) -> None:
+    """Insert the rows of `select` (run on the input) into `table`, in batches, redacted as
+    the store redacts (V3); `distinct`: only rows the output does not hold yet."""
     con = store.connection
-    rows = store.redacted_rows(table, con.sql(select).to_arrow_table())
-    if not rows.num_rows:
-        return
-    con.register("merge_rows", rows)
-    try:
-        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM merge_rows {on_conflict}")
-    finally:
-        con.unregister("merge_rows")
+    for batch in src.sql(select).to_arrow_reader(_BATCH_ROWS):
+        rows = store.redacted_rows(table, pa.Table.from_batches([batch]))
+        if not rows.num_rows:
+            continue
+        with _registered(con, "merge_rows", rows):
+            source = "SELECT * FROM merge_rows"
+            if distinct:
+                source += f" EXCEPT {_select(con, table)}"
+            con.execute(f"INSERT INTO {table} BY NAME {source} {on_conflict}")

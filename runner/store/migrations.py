@@ -251,10 +251,19 @@ def check_known(done: dict[int, str], where: str) -> None:
             )
 
 
-def migrate(con: duckdb.DuckDBPyConnection, where: str, upto: int | None = None) -> list[str]:
+def migrate(
+    con: duckdb.DuckDBPyConnection,
+    where: str,
+    upto: int | None = None,
+    *,
+    in_transaction: bool = False,
+) -> list[str]:
     """Apply every migration the database lacks, in order; return the names applied.
 
     upto stops after that migration id (tests build the stores older versions made).
+    in_transaction: the caller holds one transaction for the migrations and what follows
+    (`merge`: a failed merge leaves its output as it was, not upgraded); else each
+    migration is a transaction of its own.
     """
     con.execute(_CREATE_LEDGER)
     done = applied(con)
@@ -263,7 +272,8 @@ def migrate(con: duckdb.DuckDBPyConnection, where: str, upto: int | None = None)
     for migration in MIGRATIONS:
         if migration.id in done or (upto is not None and migration.id > upto):
             continue
-        con.begin()
+        if not in_transaction:
+            con.begin()
         try:
             for statement in migration.statements:
                 con.execute(statement)
@@ -271,9 +281,11 @@ def migrate(con: duckdb.DuckDBPyConnection, where: str, upto: int | None = None)
                 "INSERT INTO schema_migrations VALUES (?, ?, ?)",
                 [migration.id, migration.name, datetime.now(UTC).replace(tzinfo=None)],
             )
-            con.commit()
+            if not in_transaction:
+                con.commit()
         except duckdb.Error as err:
-            con.rollback()
+            if not in_transaction:
+                con.rollback()
             first_line = str(err).splitlines()[0]
             raise StoreError(f"cannot apply {migration.name} to {where}: {first_line}") from err
         ran.append(migration.name)

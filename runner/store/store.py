@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,12 +13,10 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from harness.base.errors import OutputFileError
-from harness.base.outfile import kind_of, resolve
 from runner.records import RunRecord
 from runner.redact import Redactor
-from runner.store import migrations, schema
-from runner.store.errors import StoreError, StoreOpenError
+from runner.store import migrations, opening, schema
+from runner.store.errors import StoreError
 from runner.store.rows import child_tables, runs_table, utc_naive
 
 DEFAULT_PATH = Path("reports/runs.duckdb")
@@ -33,37 +29,6 @@ Experiments = str | Sequence[str] | None
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
-
-
-def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Open the file, turning every way this can fail into one StoreOpenError line."""
-    if path.is_dir():
-        raise StoreOpenError(f"run store {path} is a folder, not a DuckDB file")
-    if read_only:
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            raise StoreOpenError(f"run store {path} does not exist") from None
-        except OSError as err:
-            raise StoreOpenError(f"cannot open run store {path}: {err.strerror or err}") from err
-        if not stat.S_ISREG(st.st_mode):  # V4: a FIFO or a device is no store
-            raise StoreOpenError(f"run store {path} is {kind_of(st.st_mode)}, not a DuckDB file")
-    else:
-        try:  # V1: what the store writes is a regular file; its folders are made here
-            resolve(path, "run store", make_folders=True)
-        except OutputFileError as err:
-            raise StoreOpenError(str(err)) from None
-    try:
-        return duckdb.connect(str(path), read_only=read_only)
-    except duckdb.Error as err:
-        message = str(err)
-        if "not a valid DuckDB database" in message:
-            raise StoreOpenError(f"{path} is not a DuckDB database") from err
-        if "lock" in message.lower():
-            raise StoreOpenError(
-                f"run store {path} is in use by another process (DuckDB allows one writer)"
-            ) from err
-        raise StoreOpenError(f"cannot open run store {path}: {_first_line(err)}") from err
 
 
 def _experiment_filter(experiment: Experiments, column: str = "experiment") -> tuple[str, list]:
@@ -80,49 +45,50 @@ class Store:
     """A DuckDB run store. Use `Store.open(path)`; one writing process per file."""
 
     def __init__(
-        self, con: duckdb.DuckDBPyConnection, path: Path, read_only: bool,
+        self,
+        con: duckdb.DuckDBPyConnection,
+        path: Path,
+        read_only: bool,
         redactor: Redactor | None = None,
+        cleanup: Callable[[], None] | None = None,
     ) -> None:
         self._con = con
         self.path = path
         self.read_only = read_only
+        self._cleanup = cleanup  # removes the upgraded temporary copy of an older store
         # V3: the one redaction step; everything written passes it (the spec's own secrets
         # are known when the caller passes Redactor.for_spec_text).
         self.redactor = redactor or Redactor()
 
     @classmethod
     def open(
-        cls, path: str | Path = DEFAULT_PATH, *, read_only: bool = False,
+        cls,
+        path: str | Path = DEFAULT_PATH,
+        *,
+        read_only: bool = False,
         redactor: Redactor | None = None,
+        upgrade: bool = True,
     ) -> Store:
-        """Open (and create or migrate) the store at path.
+        """Open a store file the one way (V8, `runner.store.opening`).
 
-        read_only changes no run data; a store made by an older agent-harness is upgraded to
-        the current schema first (new migrations only add), so reports work on old stores.
+        read_only: a file from anywhere (a report's, a merge input, a baseline), vetted and
+        never changed; a store made by an older agent-harness is read through an upgraded
+        temporary copy. Else our own store, created with its folders or upgraded in place
+        (`upgrade=False` leaves the migrations to the caller); a DuckDB file that is not a run
+        store is refused before anything is written to it.
         """
         path = Path(path)
-        con = _connect(path, read_only)
-        try:
-            if read_only:
-                done = migrations.applied(con)
-                migrations.check_known(done, str(path))
-                if max(done, default=0) < migrations.LATEST:
-                    con.close()
-                    cls.open(path).close()  # upgrade once, then open read-only as asked
-                    con = _connect(path, read_only)
-            else:
-                migrations.migrate(con, str(path))
-        except StoreError:
-            con.close()
-            raise
-        except duckdb.Error as err:
-            con.close()
-            raise StoreOpenError(f"cannot read run store {path}: {_first_line(err)}") from err
-        return cls(con, path, read_only, redactor)
+        if read_only:
+            con, cleanup = opening.open_to_read(path)
+            return cls(con, path, read_only, redactor, cleanup)
+        return cls(opening.open_to_write(path, upgrade=upgrade), path, read_only, redactor)
 
     def close(self) -> None:
         """Close the connection; the store object is unusable afterwards."""
         self._con.close()
+        if self._cleanup is not None:
+            self._cleanup()
+            self._cleanup = None
 
     def __enter__(self) -> Store:
         return self
@@ -159,7 +125,9 @@ class Store:
         return rows
 
     def _params_json(self, text: str) -> str:
-        clean = json.dumps(self.redactor.params(json.loads(text or "{}")), sort_keys=True, default=str)
+        clean = json.dumps(
+            self.redactor.params(json.loads(text or "{}")), sort_keys=True, default=str
+        )
         return text if json.loads(clean) == json.loads(text or "{}") else clean
 
     def schema_version(self) -> int:
@@ -169,7 +137,10 @@ class Store:
     # -- writing ---------------------------------------------------------------------------
 
     def save_experiment(
-        self, name: str, spec_path: str | Path | None, spec_text: str | None,
+        self,
+        name: str,
+        spec_path: str | Path | None,
+        spec_text: str | None,
         started_at: datetime | None = None,
     ) -> None:
         """Record that an experiment (re)started: keep its first start, update spec and last."""
@@ -259,9 +230,7 @@ class Store:
     def load_experiments(self, experiment: Experiments = None) -> pl.DataFrame:
         """The experiments table (name, spec path and text, first and last start)."""
         where, params = _experiment_filter(experiment, "name")
-        return self._con.sql(
-            f"SELECT * FROM experiments{where} ORDER BY name", params=params
-        ).pl()
+        return self._con.sql(f"SELECT * FROM experiments{where} ORDER BY name", params=params).pl()
 
     def load_runs(
         self,

@@ -15,3 +15,10 @@ def test_the_command_line_loads_no_runner_library_before_a_command_runs():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_alpha_floor_in_runs_needed_help_is_the_planners():
+    from runner.analysis.power import MIN_ALPHA
+    from runner.cli import runs_needed
+
+    assert runs_needed.MIN_ALPHA == MIN_ALPHA

@@ -97,3 +97,49 @@ def fault_flags(spec, tmp_path, label: str) -> tuple[str, ...]:
         for flag, value in flags
         for part in (flag, "RUN_SEED" if flag == "--seed" and value == str(cell.seed) else value)
     )
+
+
+# -- bounded specs (V13): an alias bomb and a huge matrix ---------------------------------
+
+SHORT_TAIL = """\
+prompts: [{name: p, text: hi}]
+upstreams: [{name: b, builtin: booking}]
+conversations: [{name: c, user: hi}]
+"""
+
+
+# The billion laughs in a model's `params`: nine levels of nine aliases, 9**9 strings.
+BOMB_HEAD = """\
+name: bomb
+models:
+  - name: scripted/careful
+    params:
+      extra_body:
+        a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+        b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+        c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+        d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+        e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+        f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+        g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+        h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+        i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+"""
+
+
+def bomb_text(size: int = 629) -> str:
+    """The bomb, padded with a comment to the issue's 629 bytes."""
+    text = BOMB_HEAD + SHORT_TAIL
+    pad = size - len(text.encode()) - len("#\n")
+    assert pad >= 0
+    return text + "#" + "x" * pad + "\n"
+
+
+def huge_spec(models: int = 100, prompts: int = 100, runs: int = 10_000, extra: str = "") -> str:
+    lines = ["name: huge", "models:"]
+    lines += [f"  - {{name: scripted/careful, label: m{i}, params: {{max_tokens: {i + 1}}}}}"
+              for i in range(models)]  # fmt: skip
+    lines += ["prompts:"] + [f"  - {{name: p{i}, text: prompt {i}}}" for i in range(prompts)]
+    lines += ["upstreams: [{name: booking, builtin: booking}]",
+              "conversations: [{name: c, user: Please book a room.}]", f"runs: {runs}", extra]  # fmt: skip
+    return "\n".join(lines) + "\n"
