@@ -12,8 +12,21 @@ HOSTILE = (
 )
 
 
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
-        "track", "wbr"}
+VOID = {
+    "area",
+    "base",
+    "br",
+    "col",
+    "embed",
+    "hr",
+    "img",
+    "input",
+    "link",
+    "meta",
+    "source",
+    "track",
+    "wbr",
+}
 # SVG elements written self-closing (<rect\/>): the parser reports them as start-end tags.
 
 
@@ -45,6 +58,6 @@ class Page(HTMLParser):
         self.text.append(data)
 
     def find(self, tag: str, **attrs: str) -> list[dict[str, str | None]]:
-        return [a for t, a in self.tags if t == tag and all(a.get(k) == v for k, v in
-                                                              attrs.items())]
-
+        return [
+            a for t, a in self.tags if t == tag and all(a.get(k) == v for k, v in attrs.items())
+        ]

@@ -147,9 +147,6 @@ async def proxy_session(
             await proc.wait()
 
 
-
-
-
 def gone(pid: int) -> bool:
     """The process no longer runs (a zombie nobody reaped yet counts as gone)."""
     try:
@@ -212,7 +209,10 @@ async def mcp_process(
     """An initialised SDK client over the stdio of `argv`; every line it received is tapped."""
     with stderr.open("ab") as err:
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=err,
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=err,
             limit=READ_LIMIT,
         )
     assert proc.stdin is not None and proc.stdout is not None
@@ -264,4 +264,3 @@ def scripted(bin_path: Path, tmp_path: Path, script: dict[str, Any], *flags: str
         "off",
         *flags,
     ]
-
