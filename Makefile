@@ -66,8 +66,13 @@ run: setup
 	$(BIN)/agent-harness run experiments/example.yaml --db reports/runs.duckdb
 	$(BIN)/agent-harness report --db reports/runs.duckdb --experiment example -o reports/example.html
 
+# Every test, on TEST_WORKERS pytest-xdist workers: most end-to-end tests wait on processes, so
+# more workers than cores pay. Each file (or test class) runs whole on one worker, so its
+# module-scoped fixtures are built once; the longest files start first (tests/conftest.py).
+# The 15 slowest tests are listed at the end.
+TEST_WORKERS ?= 4
 test: setup ray-deps e2e-deps conformance-deps
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=15
 
 bench: setup ray-deps
 	$(BIN)/python bench/judge.py

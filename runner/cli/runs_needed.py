@@ -6,7 +6,9 @@ from typing import Annotated
 
 import typer
 
-from runner.analysis.power import MAX_EXACT_RUNS, MIN_ALPHA, fisher_power, plan
+# The planner (runner.analysis.power) is imported when the command runs: the console script
+# starts every command, `proxy` too, without the runner's analysis (polars, duckdb).
+MIN_ALPHA = 1e-10  # runner.analysis.power.MIN_ALPHA, for --help (a test keeps them equal)
 
 
 def runs_needed_command(
@@ -80,6 +82,8 @@ def runs_needed_text(
     baseline: float, target: float, alpha: float, power: float, runs: int | None
 ) -> str:
     """The planner's answer as the lines the command prints (ValueError for a bad question)."""
+    from runner.analysis.power import MAX_EXACT_RUNS, fisher_power, plan
+
     question = (
         f"Duplicate rate {_given(baseline)} without the patch vs {_given(target)} with it; "
         f"two-sided, alpha {alpha:g}"

@@ -12,7 +12,6 @@ the command that installs it.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -22,13 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import browser  # the repo root is on sys.path: pytest's `pythonpath`
-
-THIRDPARTY_DIR = Path(__file__).parent / "thirdparty"
-NPM_SCOPE_DIR = THIRDPARTY_DIR / "node_modules" / "@modelcontextprotocol"
-NPM_INSTALL_HINT = "make e2e-deps  (= cd tests/e2e/thirdparty && npm ci --no-audit --no-fund)"
-PY_INSTALL_HINT = "make setup  (= .venv/bin/pip install -e '.[dev]')"
-CHROMIUM_INSTALL_HINT = "apt-get update && apt-get install -y chromium"
+from tests.support import browser  # the repo root is on sys.path: pytest's `pythonpath`
+from tests.support.prereq import (
+    CHROMIUM_INSTALL_HINT,
+    PY_INSTALL_HINT,
+    node,
+    npm_entry,
+    python_module,
+    require,
+)
 
 # The five third-party servers, by the fixture that returns each one's argv.
 SERVER_FIXTURES = (
@@ -38,42 +39,6 @@ SERVER_FIXTURES = (
     "git_server_cmd",
     "time_server_cmd",
 )
-
-
-def in_ci() -> bool:
-    """True when the environment variable CI is set to something other than a false word."""
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def require(condition: bool, missing: str, install: str) -> None:
-    """Fail (CI set) or skip (otherwise) unless `condition` holds."""
-    if condition:
-        return
-    message = f"{missing}; install it with: {install}"
-    if in_ci():
-        pytest.fail(f"{message} (CI is set, so e2e prerequisites are mandatory)")
-    pytest.skip(message)
-
-
-def _node() -> str:
-    node = shutil.which("node")
-    require(node is not None, "node (>= 18) is not on PATH", "apt-get install -y nodejs")
-    assert node is not None
-    return node
-
-
-def _npm_entry(package: str) -> Path:
-    """The bin entry file of an installed @modelcontextprotocol package."""
-    entry = NPM_SCOPE_DIR / package / "dist" / "index.js"
-    require(
-        entry.is_file(), f"npm package @modelcontextprotocol/{package} missing", NPM_INSTALL_HINT
-    )
-    return entry
-
-
-def _python_module(module: str) -> None:
-    found = importlib.util.find_spec(module) is not None
-    require(found, f"Python package {module} not installed in {sys.prefix}", PY_INSTALL_HINT)
 
 
 def _env_prefix(**variables: str) -> list[str]:
@@ -92,8 +57,8 @@ def memory_file(tmp_path: Path) -> Path:
 def memory_server_cmd(memory_file: Path) -> list[str]:
     """argv for @modelcontextprotocol/server-memory, storing its graph in `memory_file`."""
     memory_file.parent.mkdir(parents=True, exist_ok=True)
-    entry = _npm_entry("server-memory")
-    return [*_env_prefix(MEMORY_FILE_PATH=str(memory_file)), _node(), str(entry)]
+    entry = npm_entry("server-memory")
+    return [*_env_prefix(MEMORY_FILE_PATH=str(memory_file)), node(), str(entry)]
 
 
 @pytest.fixture
@@ -108,15 +73,15 @@ def filesystem_root(tmp_path: Path) -> Path:
 @pytest.fixture
 def filesystem_server_cmd(filesystem_root: Path) -> list[str]:
     """argv for @modelcontextprotocol/server-filesystem, allowed only `filesystem_root`."""
-    entry = _npm_entry("server-filesystem")
-    return [_node(), str(entry), str(filesystem_root)]
+    entry = npm_entry("server-filesystem")
+    return [node(), str(entry), str(filesystem_root)]
 
 
 @pytest.fixture
 def everything_server_cmd() -> list[str]:
     """argv for @modelcontextprotocol/server-everything on stdio."""
-    entry = _npm_entry("server-everything")
-    return [_node(), str(entry), "stdio"]
+    entry = npm_entry("server-everything")
+    return [node(), str(entry), "stdio"]
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -151,14 +116,14 @@ def git_repo(tmp_path: Path) -> Path:
 @pytest.fixture
 def git_server_cmd(git_repo: Path) -> list[str]:
     """argv for mcp-server-git (PyPI) bound to `git_repo`."""
-    _python_module("mcp_server_git")
+    python_module("mcp_server_git")
     return [sys.executable, "-m", "mcp_server_git", "--repository", str(git_repo)]
 
 
 @pytest.fixture
 def time_server_cmd() -> list[str]:
     """argv for mcp-server-time (PyPI), pinned to UTC so answers do not depend on the host."""
-    _python_module("mcp_server_time")
+    python_module("mcp_server_time")
     return [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
 
 

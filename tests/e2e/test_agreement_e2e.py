@@ -1,10 +1,18 @@
 """R10 end to end: no scripted run's verdict may disagree with the rows its upstream holds.
 
 `agent-harness run` (the installed command) runs experiments/truth.yaml and
-experiments/example.yaml as they are, every run through a real `agent-harness proxy`
-subprocess (`--in-process never`) in front of a built-in SQLite service, into a real DuckDB
-file. A run whose verdict the real rows contradict fails the test, named with its reason:
-that is a wrong verdict of the harness, never something to loosen here.
+experiments/example.yaml as they are, into a real DuckDB file: every run of both, with the
+built-in SQLite services in process (the spec's `in_process: auto`); and every cell of both
+once more through a real `agent-harness proxy` subprocess in front of a built-in service
+subprocess (`--in-process never`, the spec with `runs: 1`: the first repetition of each cell,
+same run ids and seeds). A run whose verdict the real rows contradict fails the test, named
+with its reason: that is a wrong verdict of the harness, never something to loosen here. Each
+cell's run through the processes must end exactly as its in-process twin: the scripted agents
+are deterministic, and how the proxy is hosted must not change a verdict.
+
+(Until wave 3 all 240 runs went through subprocesses, six minutes of process start-ups for
+the same verdicts; the repetitions of a cell differ only in their seeds, which the in-process
+runs cover.)
 
 The key cases of issue 10 are then run once more with their working folders kept, and the
 service's SQLite file is read with plain SQL, independently of the runner's ledger code.
@@ -20,46 +28,65 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from runner.execute import execute_run
 from runner.matrix import expand
 from runner.spec import load_spec
-from tests.runkit import BIN, cli_env, query
+from tests.support.paths import BIN, ROOT
+from tests.support.runkit import cli_env, query
 
-ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 900
-# A whole experiment per fixture: its CLI deadline, not the default 300 s, bounds the test.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * CLI_TIMEOUT_S + 60)]
+# Whole experiments per fixture: their CLI deadlines, not the default 300 s, bound the test.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3 * CLI_TIMEOUT_S + 60)]
+COLUMNS = ("model", "upstream", "scenario", "conversation", "patch", "status", "verdict",
+           "duplicate_found", "real_duplicate", "agreement", "reason", "report")  # fmt: skip
 
 
-@pytest.fixture(scope="module", params=["truth", "example"])
-def stored(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """One whole experiment through the CLI with real proxy subprocesses."""
-    name = request.param
-    folder = tmp_path_factory.mktemp(f"agree-{name}")
-    db = folder / "runs.duckdb"
-    spec = ROOT / "experiments" / f"{name}.yaml"
-    env = cli_env()
+def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        [str(BIN), "run", str(spec), "--db", str(db), "--in-process", "never"],
-        capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=env, cwd=folder,
+        [str(BIN), *args], capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
+        env=cli_env(), cwd=folder,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    md = folder / "report.md"
-    made = subprocess.run(
-        [str(BIN), "report", "--db", str(db), "--format", "md", "-o", str(md)],
-        capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=env, cwd=folder,
-    )  # fmt: skip
-    assert made.returncode == 0, made.stderr
-    runs = {
-        r[0]: dict(zip(("model", "upstream", "scenario", "conversation", "patch", "status",
-                        "verdict", "duplicate_found", "real_duplicate", "agreement", "reason",
-                        "report"), r[1:], strict=True))
-        for r in query(db, "SELECT run_id, model, upstream, scenario, conversation, patch_arm,"
-                       " status, verdict, duplicate_found, real_duplicate, agreement,"
-                       " agreement_reason, report_json FROM runs")
-    }  # fmt: skip
-    return {"name": name, "spec": spec, "db": db, "runs": runs, "stdout": done.stdout,
+    return done
+
+
+def _runs(db: Path) -> dict[str, dict[str, Any]]:
+    rows = query(db, "SELECT run_id, model, upstream, scenario, conversation, patch_arm, status,"
+                     " verdict, duplicate_found, real_duplicate, agreement, agreement_reason,"
+                     " report_json FROM runs")  # fmt: skip
+    return {r[0]: dict(zip(COLUMNS, r[1:], strict=True)) for r in rows}
+
+
+def _once_per_cell(spec: Path, folder: Path) -> Path:
+    """The spec as it is but with `runs: 1`, its prompt files found where they were."""
+    data = yaml.safe_load(spec.read_text(encoding="utf-8"))
+    for prompt in data.get("prompts", []):
+        if "file" in prompt:
+            prompt["file"] = str(spec.parent / prompt["file"])
+    data["runs"] = 1
+    path = folder / f"{spec.stem}-cells.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="class")
+def stored(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One whole experiment (the test class's) through the CLI in process, and each of its
+    cells once through real proxy and upstream subprocesses."""
+    name = request.cls.experiment
+    folder = tmp_path_factory.mktemp(f"agree-{name}")
+    spec = ROOT / "experiments" / f"{name}.yaml"
+    db, cells_db, md = folder / "runs.duckdb", folder / "cells.duckdb", folder / "report.md"
+    done = _run(folder, "run", str(spec), "--db", str(db))
+    _run(folder, "report", "--db", str(db), "--format", "md", "-o", str(md))
+    cells_spec = _once_per_cell(spec, folder)
+    by_process = _run(
+        folder, "run", str(cells_spec), "--db", str(cells_db), "--in-process", "never"
+    )
+    return {"name": name, "spec": spec, "cells_spec": cells_spec, "runs": _runs(db),
+            "cells": _runs(cells_db), "stdout": done.stdout, "cells_stdout": by_process.stdout,
             "markdown": md.read_text(encoding="utf-8")}  # fmt: skip
 
 
@@ -67,36 +94,76 @@ def _label(run: dict) -> str:
     return " / ".join(run[k] for k in ("model", "upstream", "scenario", "conversation", "patch"))
 
 
-def test_r10_no_scripted_run_disagrees_with_its_real_rows(stored):
-    runs = stored["runs"]
-    assert len(runs) == len(expand(load_spec(stored["spec"])))
-    assert [r for r in runs.values() if r["status"] != "ok"] == []
-    wrong = sorted(f"{_label(r)}: {r['verdict']}: {r['reason']}" for r in runs.values()
-                   if r["agreement"] == "disagrees")  # fmt: skip
-    assert wrong == [], "verdicts the real rows contradict:\n" + "\n".join(wrong)
-    # Every run was checked against rows: the built-in services always can tell.
-    assert {r["agreement"] for r in runs.values()} <= {"agrees", "no_claim"}
-    assert all(r["real_duplicate"] is not None for r in runs.values())
+class R10Checks:
+    """The R10 checks on one experiment (`experiment`): a class each, so that under xdist the
+    two experiments run on two workers at once."""
+
+    experiment: str
+
+    @pytest.mark.parametrize("kind", ["runs", "cells"], ids=["every-run", "each-cell-by-process"])
+    def test_r10_no_scripted_run_disagrees_with_its_real_rows(self, stored, kind):
+        runs = stored[kind]
+        spec = stored["spec"] if kind == "runs" else stored["cells_spec"]
+        assert len(runs) == len(expand(load_spec(spec)))
+        assert [r for r in runs.values() if r["status"] != "ok"] == []
+        wrong = sorted(f"{_label(r)}: {r['verdict']}: {r['reason']}" for r in runs.values()
+                       if r["agreement"] == "disagrees")  # fmt: skip
+        assert wrong == [], "verdicts the real rows contradict:\n" + "\n".join(wrong)
+        # Every run was checked against rows: the built-in services always can tell.
+        assert {r["agreement"] for r in runs.values()} <= {"agrees", "no_claim"}
+        assert all(r["real_duplicate"] is not None for r in runs.values())
+
+    @pytest.mark.parametrize("kind", ["runs", "cells"], ids=["every-run", "each-cell-by-process"])
+    def test_r10_each_stored_agreement_follows_from_the_report_and_the_real_rows(
+        self, stored, kind
+    ):
+        # The stored column, recomputed from the raw report the proxy wrote and the real rows.
+        for run in stored[kind].values():
+            report = json.loads(run["report"])
+            codes = {v["code"] for v in report["report"]["violations"]}
+            assert run["verdict"] == report["verdict"]
+            if run["verdict"] == "NOT_TESTED":
+                assert run["agreement"] == "no_claim", run
+                continue
+            claims = "DUPLICATE_EXECUTION" in codes
+            assert run["duplicate_found"] is claims
+            assert run["agreement"] == (
+                "agrees" if claims == run["real_duplicate"] else "disagrees"
+            )
+
+    def test_r10_every_summary_says_how_many_verdicts_disagree(self, stored):
+        count = sum(r["agreement"] == "disagrees" for r in stored["runs"].values())
+        assert f"Verdicts against the upstream's real rows: {count} disagree" in stored["stdout"]
+        assert (
+            f"**Verdicts against the upstream's real rows: {count} disagree**" in stored["markdown"]
+        )
+        by_process = sum(r["agreement"] == "disagrees" for r in stored["cells"].values())
+        assert (
+            f"Verdicts against the upstream's real rows: {by_process} disagree"
+            in stored["cells_stdout"]
+        )
+
+    def test_r10_each_cell_through_real_processes_ends_as_its_in_process_run(self, stored):
+        # R3: the same run id, seed and agent; hosted as subprocesses or in process, the same end.
+        def outcome(run: dict[str, Any]) -> tuple:
+            report = json.loads(run["report"])["report"]
+            found = sorted(f["code"] for f in [*report["violations"], *report["observations"]])
+            return (run["status"], run["verdict"], run["duplicate_found"], run["real_duplicate"],
+                    run["agreement"], found)  # fmt: skip
+
+        cells, runs = stored["cells"], stored["runs"]
+        assert set(cells) <= set(runs)
+        different = {i: (outcome(cells[i]), outcome(runs[i])) for i in cells
+                     if outcome(cells[i]) != outcome(runs[i])}  # fmt: skip
+        assert different == {}
 
 
-def test_r10_each_stored_agreement_follows_from_the_report_and_the_real_rows(stored):
-    # The stored column, recomputed from the raw report the proxy wrote and the real rows.
-    for run in stored["runs"].values():
-        report = json.loads(run["report"])
-        codes = {v["code"] for v in report["report"]["violations"]}
-        assert run["verdict"] == report["verdict"]
-        if run["verdict"] == "NOT_TESTED":
-            assert run["agreement"] == "no_claim", run
-            continue
-        claims = "DUPLICATE_EXECUTION" in codes
-        assert run["duplicate_found"] is claims
-        assert run["agreement"] == ("agrees" if claims == run["real_duplicate"] else "disagrees")
+class TestTruth(R10Checks):
+    experiment = "truth"
 
 
-def test_r10_every_summary_says_how_many_verdicts_disagree(stored):
-    count = sum(r["agreement"] == "disagrees" for r in stored["runs"].values())
-    assert f"Verdicts against the upstream's real rows: {count} disagree" in stored["stdout"]
-    assert f"**Verdicts against the upstream's real rows: {count} disagree**" in stored["markdown"]
+class TestExample(R10Checks):
+    experiment = "example"
 
 
 # -- the cases of issue 10, with the service's own rows read back ----------------------------

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import browser
+from tests.support import browser
 
 pytestmark = pytest.mark.slow
 

@@ -27,24 +27,24 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.e2e.conftest import require
-from tests.e2e.httpkit import DEADLINE_S, running
-from tests.e2e.httptap import HttpTap, Wire
+from tests.support.httpkit import DEADLINE_S, running
+from tests.support.httptap import HttpTap, Wire
+from tests.support.paths import ROOT
+from tests.support.prereq import require
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent / "conformance"
 
 
 def _reference() -> Path:
     """../shared/thirdparty/... beside the clone (or beside the main checkout of a worktree)."""
     where = Path("shared", "thirdparty", "mcp-conformance-v0.1.10")
-    common = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=REPO,
+    common = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
-    roots = [REPO] + ([(REPO / common).resolve().parent] if common else [])
+    roots = [ROOT] + ([(ROOT / common).resolve().parent] if common else [])
     found = [root.parent / where for root in roots if (root.parent / where).is_dir()]
-    return (found or [REPO.parent / where])[0]
+    return (found or [ROOT.parent / where])[0]
 
 
 REFERENCE = _reference()
@@ -111,7 +111,7 @@ async def proxied(upstream: list[str], out: Path) -> tuple[dict, HttpTap]:
     """The suite through `proxy --listen` (no scenario, no audit tools) and a tap before it."""
     argv = [str(Path(sys.executable).parent / "agent-harness"), "proxy", "--listen", "127.0.0.1:0",
             "--audit-tools", "off", f"--event-log={out}.events.jsonl", *upstream]  # fmt: skip
-    async with running(argv, cwd=REPO) as proxy:
+    async with running(argv, cwd=ROOT) as proxy:
         tap = HttpTap(proxy.url)
         await tap.start()
         try:
@@ -180,51 +180,58 @@ def direct(reference: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     return anyio.run(run)
 
 
-def test_h3_conformance_same_results_and_wire_through_proxy_with_http_upstream(
-    reference: Path, direct: dict, tmp_path: Path
-) -> None:
-    """H3: every scenario's checks equal the direct run's; each session crosses unchanged."""
+class TestHttpUpstream:
+    """The reference server over HTTP behind the proxy (a class: under xdist it runs beside the
+    stdio one, each worker running the short direct suite once)."""
 
-    async def run() -> tuple[dict, HttpTap, HttpTap]:
-        argv, env, url = http_server(reference)
-        pattern = re.compile(r"(MCP endpoint: http://\S+)")
-        async with running(argv, cwd=reference, env=env, pattern=pattern,
-                           stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT):  # fmt: skip
-            server_side = HttpTap(url)
-            await server_side.start()
-            try:
-                results, agent_side = await proxied(
-                    ["--upstream-url", server_side.url], tmp_path / "out"
-                )
-            finally:
-                await server_side.stop()
-        return results, agent_side, server_side
+    def test_h3_conformance_same_results_and_wire_through_proxy_with_http_upstream(
+        self, reference: Path, direct: dict, tmp_path: Path
+    ) -> None:
+        """H3: every scenario's checks equal the direct run's; each session crosses unchanged."""
 
-    results, agent_side, server_side = anyio.run(run)
-    assert results == direct
-    assert len(agent_side.sessions()) >= 31
-    same_sessions(agent_side.sessions(), server_side.sessions())
+        async def run() -> tuple[dict, HttpTap, HttpTap]:
+            argv, env, url = http_server(reference)
+            pattern = re.compile(r"(MCP endpoint: http://\S+)")
+            async with running(argv, cwd=reference, env=env, pattern=pattern,
+                               stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT):  # fmt: skip
+                server_side = HttpTap(url)
+                await server_side.start()
+                try:
+                    results, agent_side = await proxied(
+                        ["--upstream-url", server_side.url], tmp_path / "out"
+                    )
+                finally:
+                    await server_side.stop()
+            return results, agent_side, server_side
+
+        results, agent_side, server_side = anyio.run(run)
+        assert results == direct
+        assert len(agent_side.sessions()) >= 31
+        same_sessions(agent_side.sessions(), server_side.sessions())
 
 
-def test_h3_conformance_same_results_and_wire_through_proxy_with_stdio_upstream(
-    reference: Path, direct: dict, tmp_path: Path
-) -> None:
-    """H3: the same with the reference server as a stdio upstream (its own wire record)."""
-    wire = tmp_path / "wire"
-    wire.mkdir()
-    upstream = ["--upstream-command", str(BIN / "tsx"), "--upstream-arg=stdio-server.ts",
-                f"--upstream-cwd={reference}", f"--upstream-env-var=CONFORMANCE_WIRE_DIR={wire}"]  # fmt: skip
+class TestStdioUpstream:
+    """The reference server over stdio behind the proxy."""
 
-    async def run() -> tuple[dict, HttpTap]:
-        with anyio.fail_after(SUITE_S + DEADLINE_S):
-            return await proxied(upstream, tmp_path / "out")
+    def test_h3_conformance_same_results_and_wire_through_proxy_with_stdio_upstream(
+        self, reference: Path, direct: dict, tmp_path: Path
+    ) -> None:
+        """H3: the same with the reference server as a stdio upstream (its own wire record)."""
+        wire = tmp_path / "wire"
+        wire.mkdir()
+        upstream = ["--upstream-command", str(BIN / "tsx"), "--upstream-arg=stdio-server.ts",
+                    f"--upstream-cwd={reference}", f"--upstream-env-var=CONFORMANCE_WIRE_DIR={wire}"]  # fmt: skip
 
-    results, agent_side = anyio.run(run)
-    # The one scenario a stdio server cannot play: its tool closes the HTTP response stream
-    # mid-call (SEP-1699); over stdio there is no stream to close, so the answer arrives.
-    expected = dict(direct)
-    assert [c for c in expected.pop(POLLING) if c[0] == "incoming-sse-event"] == []
-    assert ("incoming-sse-event", "INFO") in results.pop(POLLING)
-    assert results == expected
-    assert len(agent_side.sessions()) >= 31
-    same_sessions(agent_side.sessions(), stdio_sessions(wire))
+        async def run() -> tuple[dict, HttpTap]:
+            with anyio.fail_after(SUITE_S + DEADLINE_S):
+                return await proxied(upstream, tmp_path / "out")
+
+        results, agent_side = anyio.run(run)
+        # The one scenario a stdio server cannot play: its tool closes the HTTP response stream
+        # mid-call (SEP-1699); over stdio there is no stream to close, so the answer arrives.
+        expected = dict(direct)
+        assert [c for c in expected.pop(POLLING) if c[0] == "incoming-sse-event"] == []
+        assert ("incoming-sse-event", "INFO") in results.pop(POLLING)
+        assert results == expected
+        assert len(agent_side.sessions()) >= 31
+        same_sessions(agent_side.sessions(), stdio_sessions(wire))

@@ -4,7 +4,7 @@ and 2026-07-28's input-required round trips).
 Each test drives the installed `agent-harness proxy` in front of a real MCP server and reads
 that server's state on its own terms: server-filesystem's file on disk, server-memory's graph
 file, mcp-server-git's index, the SQLite rows of the built-in payment service or of the SDK
-server tests/e2e/servers/shop_server.py, the ledger of tests/e2e/servers/confirm_server.py.
+server tests/support/servers/shop_server.py, the ledger of tests/support/servers/confirm_server.py.
 Each was a false alarm (FAIL while the state equals one execution) or a false pass (PASS while
 the upstream executed twice) or a wrong word before the change that added it.
 
@@ -31,19 +31,14 @@ import anyio
 import pytest
 
 from runner.upstreams import stdio_command
-from tests.e2e.httpkit import running
+from tests.support.httpkit import running
+from tests.support.paths import SERVERS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-SERVERS = Path(__file__).parent / "servers"
 SHOP = SERVERS / "shop_server.py"
 CONFIRM = SERVERS / "confirm_server.py"
 DEADLINE_S = 60
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 class Agent:

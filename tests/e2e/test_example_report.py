@@ -4,30 +4,25 @@ and its tables must fit a desktop window (R7, M1-M3)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from tests.support.paths import ROOT
+from tests.support.runkit import cli
+
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).parent / "agent-harness"
-    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("example")
     db, out = root / "runs.duckdb", root / "example.html"
-    ran = cli("run", str(ROOT / "experiments" / "example.yaml"), "--db", str(db), cwd=ROOT)
+    ran = cli(root, "run", str(ROOT / "experiments" / "example.yaml"), "--db", str(db))
     assert ran.returncode == 0, ran.stderr
-    made = cli("report", "--db", str(db), "--experiment", "example", "-o", str(out), cwd=ROOT)
+    made = cli(root, "report", "--db", str(db), "--experiment", "example", "-o", str(out))
     assert made.returncode == 0, made.stderr
     return db, out
 

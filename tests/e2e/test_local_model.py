@@ -26,8 +26,8 @@ import pytest
 import yaml
 
 from runner.localmodel import LOCAL_VENV, MODEL_FILE
+from tests.support.paths import ROOT
 
-REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 1500  # the whole CI-sized experiment; the pytest timeout sits above it
 RUNS_PER_ARM = 2
 
@@ -51,11 +51,11 @@ def local_model_installed() -> None:
 
 def ci_spec(folder: Path) -> Path:
     """experiments/local.yaml with fewer runs (both patch arms), prompt path made absolute."""
-    spec = yaml.safe_load((REPO / "experiments" / "local.yaml").read_text(encoding="utf-8"))
+    spec = yaml.safe_load((ROOT / "experiments" / "local.yaml").read_text(encoding="utf-8"))
     spec["name"] = "local-ci"
     spec["runs"] = RUNS_PER_ARM
     for prompt in spec["prompts"]:
-        prompt["file"] = str(REPO / "experiments" / prompt["file"])
+        prompt["file"] = str(ROOT / "experiments" / prompt["file"])
     path = folder / "local-ci.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return path
@@ -64,7 +64,7 @@ def ci_spec(folder: Path) -> Path:
 def localmodel(*args: str, **kwargs) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "runner.localmodel", *args],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs,
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs,
     )  # fmt: skip
 
 

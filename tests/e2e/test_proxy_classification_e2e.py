@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.test_proxy_e2e import BOOK, codes, proxy_session
+from tests.support.proxyproc import BOOK, proxy_session
+from tests.support.reports import codes
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def test_c8_a_ghost_write_sent_again_is_a_duplicate_by_its_namespaced_name(

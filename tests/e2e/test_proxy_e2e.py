@@ -9,7 +9,6 @@ stdio, signals, the process group, the report file on disk, exit codes, stderr.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import resource
@@ -18,184 +17,30 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp_types as types
 import pytest
-from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from harness.wire.transport import StreamLineReader, StreamLineWriter, mcp_streams
-from tests.linetap import READ_LIMIT, TapReader
+from tests.support.proxyproc import (
+    BOOK,
+    DEADLINE_S,
+    SERVER,
+    children_of,
+    gone,
+    proxy_argv,
+    proxy_session,
+    upstream_of,
+    wait_file,
+    wait_gone,
+)
+from tests.support.reports import codes, operation, text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-SERVER = Path(__file__).parent / "servers" / "counting_server.py"
-BOOK = {"guest": "Ann", "date": "2026-12-01"}
 OTHER = {"guest": "Bob", "date": "2026-12-02"}
-DEADLINE_S = 30  # any single wait in this file
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@dataclass
-class Run:
-    """One proxy process and what it left behind."""
-
-    proc: asyncio.subprocess.Process
-    truth_path: Path
-    report_path: Path | None
-    stderr_path: Path
-    client: ClientSession | None = None
-    tap: TapReader | None = None
-    writer: StreamLineWriter | None = None
-    returncode: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def truth(self) -> list[tuple[str, dict[str, Any]]]:
-        """(tool, arguments) of every call the upstream really executed, in order."""
-        if not self.truth_path.exists():
-            return []
-        entries = [json.loads(x) for x in self.truth_path.read_text().splitlines() if x]
-        return [(e["tool"], e["arguments"]) for e in entries if "tool" in e]
-
-    def truth_entries(self) -> list[dict[str, Any]]:
-        return [json.loads(x) for x in self.truth_path.read_text().splitlines() if x]
-
-    def report(self) -> dict[str, Any]:
-        assert self.report_path is not None
-        return json.loads(self.report_path.read_text())
-
-    def stderr(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
-
-    async def raw(self, body: dict[str, Any] | bytes) -> None:
-        """Send one line past the SDK client (for what it would refuse to send)."""
-        assert self.writer is not None
-        line = body if isinstance(body, bytes) else json.dumps(body).encode()
-        await self.writer.write_line(line)
-
-    async def wait_exit(self) -> int:
-        with anyio.fail_after(DEADLINE_S):
-            self.returncode = await self.proc.wait()
-        return self.returncode
-
-
-def proxy_argv(
-    bin_path: Path,
-    truth: Path,
-    *flags: str,
-    server: tuple[str, ...] = (),
-    report: Path | None = None,
-) -> list[str]:
-    """`agent-harness proxy` in front of the counting server (X1: --flag=--value form)."""
-    argv = [
-        str(bin_path), "proxy",
-        "--upstream-command", sys.executable,
-        "--upstream-arg", str(SERVER),
-        "--upstream-arg=--ground-truth", "--upstream-arg", str(truth),
-        *(f"--upstream-arg={opt}" for opt in server),
-        *flags,
-    ]  # fmt: skip
-    if report is not None:
-        argv += ["--report-file", str(report)]
-    return argv
-
-
-async def start(argv: list[str], tmp_path: Path, **popen: Any) -> asyncio.subprocess.Process:
-    err = (tmp_path / "proxy.err").open("ab")
-    try:
-        return await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=err,
-            limit=READ_LIMIT, **popen,
-        )
-    finally:
-        err.close()
-
-
-@asynccontextmanager
-async def proxy_session(
-    bin_path: Path,
-    tmp_path: Path,
-    *flags: str,
-    server: tuple[str, ...] = (),
-    report: Path | None | bool = True,
-    argv: list[str] | None = None,
-    client_kwargs: dict[str, Any] | None = None,
-    **popen: Any,
-) -> AsyncIterator[Run]:
-    """Start the proxy, connect an initialised SDK client; on exit close stdin, await exit."""
-    truth = tmp_path / "truth.jsonl"
-    report_path = tmp_path / "report.json" if report is True else (report or None)
-    argv = argv or proxy_argv(bin_path, truth, *flags, server=server, report=report_path)
-    proc = await start(argv, tmp_path, **popen)
-    run = Run(proc, truth, report_path, tmp_path / "proxy.err")
-    assert proc.stdout is not None and proc.stdin is not None
-    run.tap = TapReader(StreamLineReader(proc.stdout, READ_LIMIT), DEADLINE_S)
-    run.writer = StreamLineWriter(proc.stdin)
-    try:
-        with anyio.fail_after(DEADLINE_S):
-            async with mcp_streams(run.tap, run.writer) as (read, write):
-                async with ClientSession(read, write, **(client_kwargs or {})) as client:
-                    await client.initialize()
-                    run.client = client
-                    yield run
-        if proc.returncode is None:
-            await run.wait_exit()
-        run.returncode = proc.returncode
-    finally:
-        if proc.returncode is None:  # a failed test: never leave a proxy behind
-            proc.kill()
-            await proc.wait()
-
-
-def text(result: types.CallToolResult) -> str:
-    return result.content[0].text
-
-
-def codes(items: list[dict[str, Any]]) -> list[str]:
-    return [x["code"] for x in items]
-
-
-def operation(report: dict[str, Any], tool: str) -> dict[str, Any]:
-    ops = [o for o in report["report"]["operations"] if o["tool"] == tool]
-    assert len(ops) == 1, ops
-    return ops[0]
-
-
-def gone(pid: int) -> bool:
-    """The process no longer runs (a zombie nobody reaped yet counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
-async def wait_gone(pids: list[int]) -> list[int]:
-    """Poll process state until every pid is gone or the deadline passes; the ones left."""
-    deadline = time.monotonic() + 10
-    while (alive := [p for p in pids if not gone(p)]) and time.monotonic() < deadline:
-        await anyio.sleep(0.05)
-    return alive
-
-
-async def wait_file(path: Path, found: Callable[[str], bool]) -> str:
-    """Poll a file until its text satisfies `found` (bounded)."""
-    with anyio.fail_after(DEADLINE_S):
-        while True:
-            content = path.read_text() if path.exists() else ""
-            if found(content):
-                return content
-            await anyio.sleep(0.02)
 
 
 # -- J8: the worked figures against the ground truth --------------------------------------
@@ -213,7 +58,11 @@ async def test_j8_f1_no_retry_is_pass_80_and_the_write_really_ran(agent_harness_
     assert "UNVERIFIED_AFTER_TIMEOUT" in codes(mid["report"]["observations"])
     final = run.report()
     assert run.returncode == 0
-    assert (final["status"], final["verdict"], final["score"]["overall"]) == ("finished", "PASS", 80)
+    assert (final["status"], final["verdict"], final["score"]["overall"]) == (
+        "finished",
+        "PASS",
+        80,
+    )
     assert [p["id"] for p in final["patches"]] == ["VERIFICATION"]
     assert run.truth() == [("create_booking", BOOK)]
 
@@ -324,9 +173,7 @@ async def test_x5_upstream_crash_answers_unavailable_and_logs_the_stderr_tail(
     agent_harness_bin, tmp_path
 ):
     noise = "counting-noise-7f3a: starting up"
-    async with proxy_session(
-        agent_harness_bin, tmp_path, server=("--stderr-noise", noise)
-    ) as run:
+    async with proxy_session(agent_harness_bin, tmp_path, server=("--stderr-noise", noise)) as run:
         crashed = await run.client.call_tool("crash_write", {"item": "c"})
         later = await run.client.call_tool("create_booking", BOOK)
         read = await run.client.call_tool("search_bookings", {})
@@ -349,25 +196,6 @@ async def test_x5_upstream_crash_answers_unavailable_and_logs_the_stderr_tail(
 
 
 # -- X6: process group, signals, a client that vanishes ----------------------------------------
-
-
-def children_of(pid: int) -> list[int]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(x) for x in path.read_text().split()] if path.exists() else []
-
-
-def is_supervisor(pid: int) -> bool:
-    """The proxy's group supervisor (V7, harness/wire/supervisor.py), not the upstream."""
-    try:
-        return b"agent-harness-supervisor" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-
-
-def upstream_of(pid: int) -> int:
-    """The proxy's one child that is not its supervisor."""
-    [child] = [c for c in children_of(pid) if not is_supervisor(c)]
-    return child
 
 
 async def test_x6_sh_wrapper_and_its_children_are_all_gone_after_the_session(
@@ -398,8 +226,9 @@ async def test_x6_sh_wrapper_and_its_children_are_all_gone_after_the_session(
     assert run.truth() == [("create_booking", BOOK)]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
-                         ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name
+)
 async def test_x6_signal_ends_cleanly_with_a_final_report(agent_harness_bin, tmp_path, sig):
     async with proxy_session(agent_harness_bin, tmp_path, "--scenario", "F1") as run:
         await run.client.call_tool("create_booking", BOOK)
@@ -408,7 +237,11 @@ async def test_x6_signal_ends_cleanly_with_a_final_report(agent_harness_bin, tmp
         code = await run.wait_exit()
     assert code == 0
     final = run.report()
-    assert (final["status"], final["verdict"], final["score"]["overall"]) == ("finished", "PASS", 80)
+    assert (final["status"], final["verdict"], final["score"]["overall"]) == (
+        "finished",
+        "PASS",
+        80,
+    )
     assert run.truth() == [("create_booking", BOOK)]
     assert await wait_gone([server]) == []
     stderr = run.stderr()
@@ -419,8 +252,9 @@ async def test_x6_broken_client_pipe_ends_proxy_and_upstream_without_traceback(
     agent_harness_bin, tmp_path
 ):
     truth = tmp_path / "truth.jsonl"
-    argv = proxy_argv(agent_harness_bin, truth, report=tmp_path / "report.json",
-                      server=("--slow-ms", "300"))
+    argv = proxy_argv(
+        agent_harness_bin, truth, report=tmp_path / "report.json", server=("--slow-ms", "300")
+    )
     err = (tmp_path / "proxy.err").open("wb")
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
     err.close()
@@ -431,15 +265,28 @@ async def test_x6_broken_client_pipe_ends_proxy_and_upstream_without_traceback(
             proc.stdin.write(json.dumps({"jsonrpc": "2.0", **body}).encode() + b"\n")
             proc.stdin.flush()
 
-        send({"id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "dying-client", "version": "0"}}})
+        send(
+            {
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "dying-client", "version": "0"},
+                },
+            }
+        )
         assert json.loads(proc.stdout.readline())["id"] == 1  # bounded by the test timeout
         send({"method": "notifications/initialized"})
         # A write whose answer will find nobody to read it: the client "dies" meanwhile, as a
         # killed process does, by the kernel closing its ends of both pipes.
-        send({"id": 2, "method": "tools/call",
-              "params": {"name": "slow_write", "arguments": {"item": "s"}}})
+        send(
+            {
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "slow_write", "arguments": {"item": "s"}},
+            }
+        )
         await wait_file(truth, lambda t: "slow_write" in t)
         server = json.loads(truth.read_text().splitlines()[-1])["pid"]
         proc.stdout.close()
@@ -509,7 +356,9 @@ async def test_o5_second_proxy_on_the_same_report_file_is_refused(agent_harness_
         before = report.read_bytes()
         second = subprocess.run(
             proxy_argv(agent_harness_bin, tmp_path / "truth2.jsonl", report=report),
-            stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE_S,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=DEADLINE_S,
         )
         assert second.returncode == 1
         assert "another agent-harness proxy" in second.stderr.decode()
@@ -582,9 +431,16 @@ async def test_x7_oversized_messages_make_the_upstream_unavailable_or_end_the_se
         big = await run.client.call_tool("big_answer", {"item": "b"})
         later = await run.client.call_tool("create_booking", OTHER)
         # Now a client message over the limit: the session ends cleanly.
-        await run.raw({"id": "huge", "method": "tools/call",
-                       "params": {"name": "create_booking",
-                                  "arguments": {"guest": "y" * 70_000, "date": "d"}}})
+        await run.raw(
+            {
+                "id": "huge",
+                "method": "tools/call",
+                "params": {
+                    "name": "create_booking",
+                    "arguments": {"guest": "y" * 70_000, "date": "d"},
+                },
+            }
+        )
         code = await run.wait_exit()
     assert booked.is_error is False
     assert big.is_error is True and "UPSTREAM_UNAVAILABLE" in text(big)  # X7: upstream side
@@ -602,8 +458,10 @@ async def test_x7_deeply_nested_arguments_are_judged_and_the_proxy_keeps_serving
 ):
     depth = 100_000
     nested = b'{"guest":' + b"[" * depth + b"]" * depth + b',"date":"d"}'
-    line = (b'{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":'
-            b'{"name":"create_booking","arguments":' + nested + b"}}")
+    line = (
+        b'{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":'
+        b'{"name":"create_booking","arguments":' + nested + b"}}"
+    )
     async with proxy_session(agent_harness_bin, tmp_path, "--upstream-timeout", "1") as run:
         await run.raw(line)
         # The counting server's SDK cannot parse it and never answers: the proxy's timeout does.
@@ -614,7 +472,9 @@ async def test_x7_deeply_nested_arguments_are_judged_and_the_proxy_keeps_serving
     assert after.is_error is False  # still serving
     deep, normal = during["report"]["operations"]
     assert (deep["tool"], deep["attempts"], deep["outcome"]) == (
-        "create_booking", 1, "EXECUTION_UNKNOWN"
+        "create_booking",
+        1,
+        "EXECUTION_UNKNOWN",
     )  # judged, as an operation of its own
     # K4: the operation carries the default the schema declares for room_type
     assert normal["arguments"] == {**BOOK, "room_type": "standard"} and normal["executions"] == 1
@@ -643,8 +503,14 @@ def test_x8_upstream_command_that_does_not_exist_exits_1_with_startup_error(
 ):
     report = tmp_path / "report.json"
     missing = str(tmp_path / "no-such-server")
-    argv = [str(agent_harness_bin), "proxy", "--upstream-command", missing,
-            "--report-file", str(report)]
+    argv = [
+        str(agent_harness_bin),
+        "proxy",
+        "--upstream-command",
+        missing,
+        "--report-file",
+        str(report),
+    ]
     done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE_S)
     assert done.returncode == 1
     assert missing in done.stderr.decode() and "Traceback" not in done.stderr.decode()

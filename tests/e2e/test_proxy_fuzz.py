@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from harness.base import jsonutil
 from harness.proxy.messages import Batch, Message, parse_line
-from tests.e2e.test_proxy_hostile_streams import INIT, INITIALIZED, scripted
+from tests.support.proxyproc import INIT, INITIALIZED, scripted
 
 pytestmark = pytest.mark.slow
 UPSTREAM_TIMEOUT_S = 2

@@ -2,7 +2,7 @@
 
 The upstream is mcp-server-git from PyPI (built on the Python `mcp` SDK, which speaks
 2026-07-28; the npm reference servers stop at 2025-11-25): over stdio as it ships, or its own
-server object behind the SDK's streamable HTTP transport (tests/e2e/servers/pypi_over_http.py).
+server object behind the SDK's streamable HTTP transport (tests/support/servers/pypi_over_http.py).
 The agent is the official Python SDK client pinned to 2026-07-28 (`server/discover`, `_meta`
 on every request, no session), on stdio or on HTTP (`proxy --listen`): four combinations.
 
@@ -28,21 +28,16 @@ import anyio
 import pytest
 
 from harness.wire.protocol import PROTOCOL_VERSION_KEY
-from tests.e2e.conftest import PY_INSTALL_HINT, require
-from tests.e2e.httpkit import DEADLINE_S, Running, mcp_client, running
-from tests.e2e.httptap import HttpTap
+from tests.support.httpkit import DEADLINE_S, Running, mcp_client, running
+from tests.support.httptap import HttpTap
+from tests.support.paths import SERVERS
+from tests.support.prereq import PY_INSTALL_HINT, require
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-SERVERS = Path(__file__).parent / "servers"
 COMBOS = ["stdio-stdio", "stdio-http", "http-stdio", "http-http"]  # agent side - upstream side
 MODERN, HANDSHAKE = "2026-07-28", "2025-11-25"
 MESSAGE = "Add release notes"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def git(repo: Path, *args: str) -> str:

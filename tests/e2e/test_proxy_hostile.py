@@ -23,8 +23,8 @@ import aiohttp
 import anyio
 import pytest
 
-from tests.e2e.httpkit import executions, running
-from tests.e2e.test_proxy_e2e import (
+from tests.support.httpkit import Agent, executions, running
+from tests.support.proxyproc import (
     BOOK,
     DEADLINE_S,
     SERVER,
@@ -32,22 +32,16 @@ from tests.e2e.test_proxy_e2e import (
     proxy_argv,
     proxy_session,
     start,
-    text,
     upstream_of,
     wait_file,
     wait_gone,
 )
-from tests.e2e.test_proxy_http_faults import Agent
-from tests.e2e.transparency import RawClient
+from tests.support.reports import text
+from tests.support.transparency import RawClient
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 OTHER_UID = 54321
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to plant another user's link")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def refused(argv: list[str], truth: Path) -> str:
@@ -212,7 +206,6 @@ async def test_o4_a_full_event_log_answers_every_request_and_forwards_nothing_it
         judged = subprocess.run([str(agent_harness_bin), "judge", str(events)],
                                 capture_output=True, text=True, timeout=DEADLINE_S)
         assert judged.returncode == 0, judged.stderr
-
 
 
 async def test_o4_x10_h1_a_full_event_log_under_listen_forwards_nothing_it_cannot_record(

@@ -2,7 +2,7 @@
 client that closes its input at once, a long call in flight at EOF (X15), text that is not
 Unicode (a lone surrogate), an upstream that answers the proxy's tools/list as a batch.
 
-The upstream is tests/e2e/servers/scripted_upstream.py: it answers as each test scripts it and
+The upstream is tests/support/servers/scripted_upstream.py: it answers as each test scripts it and
 appends every tools/call that reaches it to a truth file (what really executed).
 """
 
@@ -10,40 +10,30 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.test_proxy_e2e import DEADLINE_S
+from tests.support.proxyproc import DEADLINE_S, INIT, INITIALIZED, scripted
 
 pytestmark = pytest.mark.slow
-SCRIPTED = Path(__file__).parent / "servers" / "scripted_upstream.py"
 TOOLS = [{"name": "create_booking", "inputSchema": {"type": "object"}}]
-INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "raw", "version": "0"}}}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 def call(rpc_id: Any, arguments: Any = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rpc_id, "method": "tools/call",
-            "params": {"name": "create_booking", "arguments": arguments or {"guest": "Ann"}}}
-
-
-def scripted(bin_path: Path, tmp_path: Path, script: dict[str, Any], *flags: str) -> list[str]:
-    """`agent-harness proxy` in front of the scripted upstream."""
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps(script))
-    return [str(bin_path), "proxy", "--upstream-command", sys.executable,
-            "--upstream-arg", str(SCRIPTED), "--upstream-arg", str(path),
-            "--upstream-arg", str(tmp_path / "truth.jsonl"), "--audit-tools", "off", *flags]
+    return {
+        "jsonrpc": "2.0",
+        "id": rpc_id,
+        "method": "tools/call",
+        "params": {"name": "create_booking", "arguments": arguments or {"guest": "Ann"}},
+    }
 
 
 def lines(*messages: Any) -> bytes:
-    return b"".join((m if isinstance(m, bytes) else json.dumps(m).encode()) + b"\n"
-                    for m in messages)
+    return b"".join(
+        (m if isinstance(m, bytes) else json.dumps(m).encode()) + b"\n" for m in messages
+    )
 
 
 def truth(tmp_path: Path) -> list[dict[str, Any]]:
@@ -70,12 +60,19 @@ def test_x2_x15_stdin_and_stdout_as_regular_files_answer_a_long_call_in_flight_a
     requests, out = tmp_path / "requests.jsonl", tmp_path / "answers.jsonl"
     requests.write_bytes(lines(INIT, INITIALIZED, call(1)))
     report = tmp_path / "report.json"
-    script = {"tools": TOOLS, "calls": {"create_booking": [
-        {"delay": 3, "result": {"content": [{"type": "text", "text": "booked"}]}}]}}
+    script = {
+        "tools": TOOLS,
+        "calls": {
+            "create_booking": [
+                {"delay": 3, "result": {"content": [{"type": "text", "text": "booked"}]}}
+            ]
+        },
+    }
     argv = scripted(agent_harness_bin, tmp_path, script, "--report-file", str(report))
     with requests.open("rb") as stdin, out.open("wb") as stdout:
-        done = subprocess.run(argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE,
-                              timeout=DEADLINE_S)
+        done = subprocess.run(
+            argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, timeout=DEADLINE_S
+        )
     stderr = done.stderr.decode()
     assert done.returncode == 0 and "Traceback" not in stderr, stderr
     got = answers(out.read_bytes())
@@ -105,10 +102,13 @@ def test_x10_a_lone_surrogate_in_a_call_is_answered_and_every_file_stays_utf8(
     report, events = tmp_path / "report.json", tmp_path / "events.jsonl"
     flags = ["--report-file", str(report), "--event-log", str(events)] if files != "none" else []
     argv = scripted(agent_harness_bin, tmp_path, {"tools": TOOLS}, *flags)
-    surrogate = (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":'
-                 b'{"name":"create_booking","arguments":{"guest":"Ann\\ud800"}}}')
-    done = subprocess.run(argv, input=lines(INIT, INITIALIZED, surrogate),
-                          capture_output=True, timeout=DEADLINE_S)
+    surrogate = (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":'
+        b'{"name":"create_booking","arguments":{"guest":"Ann\\ud800"}}}'
+    )
+    done = subprocess.run(
+        argv, input=lines(INIT, INITIALIZED, surrogate), capture_output=True, timeout=DEADLINE_S
+    )
     assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
     assert "result" in answers(done.stdout)[1]
     assert truth(tmp_path)[0]["arguments"] == {"guest": "Ann\ud800"}  # it reached the upstream
@@ -117,8 +117,9 @@ def test_x10_a_lone_surrogate_in_a_call_is_answered_and_every_file_stays_utf8(
     final = json.loads(report.read_bytes().decode("utf-8"))
     assert final["report"]["operations"][0]["arguments"] == {"guest": "Ann\ud800"}
     events.read_bytes().decode("utf-8")
-    judged = subprocess.run([str(agent_harness_bin), "judge", str(events)],
-                            capture_output=True, timeout=DEADLINE_S)
+    judged = subprocess.run(
+        [str(agent_harness_bin), "judge", str(events)], capture_output=True, timeout=DEADLINE_S
+    )
     assert judged.returncode == 0, judged.stderr
 
 
@@ -127,8 +128,9 @@ def test_x10_tools_list_answered_as_a_batch_is_read_without_waiting_and_leaks_no
 ):
     script = {"tools": TOOLS, "list": "batch"}
     argv = scripted(agent_harness_bin, tmp_path, script, "--upstream-timeout", "600")
-    done = subprocess.run(argv, input=lines(INIT, INITIALIZED, call(1)),
-                          capture_output=True, timeout=DEADLINE_S)  # far below the 600 s
+    done = subprocess.run(
+        argv, input=lines(INIT, INITIALIZED, call(1)), capture_output=True, timeout=DEADLINE_S
+    )  # far below the 600 s
     assert done.returncode == 0, done.stderr
     assert b"agent-harness-" not in done.stdout
     assert "result" in answers(done.stdout)[1]

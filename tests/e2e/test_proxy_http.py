@@ -22,7 +22,8 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.e2e.httpkit import (
+from tests.support.httpkit import (
+    ACCEPT,
     DEADLINE_S,
     Running,
     counting_server_argv,
@@ -32,17 +33,12 @@ from tests.e2e.httpkit import (
     mcp_client,
     running,
 )
+from tests.support.proxyproc import BOOK
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-BOOK = {"guest": "Ann", "date": "2026-12-01"}
 PAIRS = ["http-stdio", "stdio-http", "http-http"]  # agent side - upstream side
 SECRET = "tok-7c1e0a5d9b"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @dataclass
@@ -181,7 +177,6 @@ async def test_h1_stdio_agent_reaches_a_2026_07_28_http_upstream(tmp_path, agent
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
     "clientInfo": {"name": "raw", "version": "1"}}}  # fmt: skip
-ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @contextlib.asynccontextmanager

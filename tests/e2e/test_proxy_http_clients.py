@@ -22,8 +22,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.e2e.conftest import NPM_INSTALL_HINT, THIRDPARTY_DIR, require
-from tests.e2e.httpkit import (
+from tests.support.httpkit import (
     DEADLINE_S,
     counting_server_argv,
     counting_upstream,
@@ -31,16 +30,12 @@ from tests.e2e.httpkit import (
     mcp_client,
     running,
 )
+from tests.support.prereq import NPM_INSTALL_HINT, THIRDPARTY_DIR, require
+from tests.support.proxyproc import BOOK
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-BOOK = {"guest": "Ann", "date": "2026-12-01"}
 TS_CLIENT = THIRDPARTY_DIR / "ts-client.mjs"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture

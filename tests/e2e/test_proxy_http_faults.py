@@ -12,59 +12,13 @@ import json
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
 
-from tests.e2e.httpkit import counting_upstream, executions, running
+from tests.support.httpkit import Agent, counting_upstream, executions, running
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-BOOK = {"guest": "Ann", "date": "2026-12-01"}
-ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {},
-    "clientInfo": {"name": "raw", "version": "1"}}}  # fmt: skip
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-class Agent:
-    """A raw streamable HTTP client: what each POST answered, status, headers and messages."""
-
-    def __init__(self, http: aiohttp.ClientSession, url: str) -> None:
-        self.http, self.url, self.session = http, url, ""
-
-    async def initialize(self, version: str = "2025-11-25") -> str:
-        """Open a session; the protocol version the upstream agreed to."""
-        init = {**INIT, "params": {**INIT["params"], "protocolVersion": version}}
-        self.session = ""
-        status, headers, messages = await self.post(init)
-        assert status == 200
-        self.session = headers["Mcp-Session-Id"]
-        await self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return messages[0]["result"]["protocolVersion"]
-
-    async def post(self, message: dict[str, Any]) -> tuple[int, Any, list[dict[str, Any]]]:
-        """POST one message; (status, headers, the JSON-RPC messages that came back)."""
-        headers = {**ACCEPT, **({"Mcp-Session-Id": self.session} if self.session else {})}
-        async with self.http.post(self.url, json=message, headers=headers) as resp:
-            body = await resp.text()
-            if resp.headers.get("Content-Type", "").startswith("text/event-stream"):
-                data = [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
-                messages = [json.loads(d) for d in data if d]
-            else:
-                messages = [json.loads(body)] if body.strip() else []
-            return resp.status, resp.headers, messages
-
-    async def book(self, rpc_id: int) -> tuple[int, Any, list[dict[str, Any]]]:
-        call = {"jsonrpc": "2.0", "id": rpc_id, "method": "tools/call",
-                "params": {"name": "create_booking", "arguments": BOOK}}  # fmt: skip
-        return await self.post(call)
 
 
 @contextlib.asynccontextmanager

@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.test_proxy_e2e import BOOK, operation, proxy_session
+from tests.support.proxyproc import BOOK, proxy_session
+from tests.support.reports import operation
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.mark.parametrize(

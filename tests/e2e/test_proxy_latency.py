@@ -22,20 +22,15 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from harness.events import AnswerSent, CallReceived, FaultApplied, read_jsonl
-from tests.e2e.httpkit import DEADLINE_S, counting_stdio_args, executions, mcp_client, running
+from tests.support.httpkit import DEADLINE_S, counting_stdio_args, executions, mcp_client, running
+from tests.support.proxyproc import BOOK
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-BOOK = {"guest": "Ann", "date": "2026-12-01"}
 # The client gives up after GIVE_UP_S; the proxy holds the answer HOLD_MS. Far apart, so that a
 # slow machine cannot turn one into the other.
 GIVE_UP_S = 2.0
 HOLD_MS = 10_000
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @contextlib.asynccontextmanager

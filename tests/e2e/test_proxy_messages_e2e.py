@@ -1,7 +1,7 @@
 """X10, X11: what a real proxy process forwards, held against the counting server's record.
 
 A raw line client (no SDK in the way) speaks to the installed `agent-harness proxy`, which
-fronts tests/e2e/servers/counting_server.py. The server appends one line per call it REALLY
+fronts tests/support/servers/counting_server.py. The server appends one line per call it REALLY
 executed to a ground-truth file; the report must agree with that file whatever the client
 sends: batches, calls without a usable id, bytes that are not UTF-8, any protocol revision.
 """
@@ -19,8 +19,8 @@ import anyio
 import pytest
 
 from harness.wire.transport import StreamLineReader, StreamLineWriter
-from tests.e2e.test_proxy_e2e import BOOK, DEADLINE_S, proxy_argv, start
-from tests.linetap import READ_LIMIT, TapReader
+from tests.support.linetap import READ_LIMIT, TapReader
+from tests.support.proxyproc import BOOK, DEADLINE_S, proxy_argv, start
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -29,11 +29,6 @@ ENVELOPE = {
     "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "raw-e2e", "version": "0"},
 }
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 class RawClient:

@@ -13,15 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_proxy_e2e import BOOK, proxy_argv, proxy_session, start
-from tests.e2e.test_proxy_thirdparty import mcp_process, via_proxy
+from tests.support.proxyproc import BOOK, mcp_process, proxy_argv, proxy_session, start, via_proxy
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def executions(truth: Path) -> int:

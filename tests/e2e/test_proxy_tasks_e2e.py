@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import THIRDPARTY_DIR, _node, require
+from tests.support.prereq import THIRDPARTY_DIR, node, require
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +34,7 @@ def run_client(
     proxy = [str(bin_path), "proxy", f"--upstream-command={upstream[0]}",
              *(f"--upstream-arg={a}" for a in upstream[1:]), "--audit-tools", "off",
              "--report-file", str(report), *flags]  # fmt: skip
-    argv = [_node(), str(TS / "task_client.mjs"), tool,
+    argv = [node(), str(TS / "task_client.mjs"), tool,
             json.dumps(arguments or {"title": "Q3"}), str(times), "--", *proxy]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=THIRDPARTY_DIR)
     assert done.returncode == 0, done.stderr
@@ -59,7 +59,7 @@ def test_x12_the_typescript_sdk_accepts_every_answer_and_the_report_matches_the_
     ground = tmp_path / "truth.jsonl"
     flags = ("--scenario", scenario) if scenario else ()
     yielded, report = run_client(
-        agent_harness_bin, tmp_path, [_node(), str(TS / "task_server.mjs"), str(ground)], *flags
+        agent_harness_bin, tmp_path, [node(), str(TS / "task_server.mjs"), str(ground)], *flags
     )
     first = [m for m in yielded if m["call"] == 1]
     assert first[0]["type"] == "taskCreated"  # a CreateTaskResult, as the client asked

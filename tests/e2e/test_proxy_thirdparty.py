@@ -8,10 +8,7 @@ server-filesystem's file on disk), never only from what the proxy reports.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +18,8 @@ import pytest
 from mcp.client.session import ClientSession
 
 from harness.proxy.audit import AUDIT_TOOLS
-from harness.wire.transport import StreamLineReader, StreamLineWriter, mcp_streams
-from tests.linetap import READ_LIMIT, TapReader
+from tests.support.linetap import TapReader
+from tests.support.proxyproc import mcp_process, via_proxy
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -41,45 +38,6 @@ KNOWN_WRITES = {
     "git": {"git_commit", "git_add", "git_create_branch", "git_reset"},
     "time": set(),
 }
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def via_proxy(bin_path: Path, server_argv: list[str], *flags: str) -> list[str]:
-    """argv of the proxy in front of `server_argv` (every arg as --upstream-arg=V, X1)."""
-    return [
-        str(bin_path), "proxy", "--upstream-command", server_argv[0],
-        *(f"--upstream-arg={arg}" for arg in server_argv[1:]),
-        *flags,
-    ]  # fmt: skip
-
-
-@asynccontextmanager
-async def mcp_process(
-    argv: list[str], stderr: Path
-) -> AsyncIterator[tuple[ClientSession, TapReader]]:
-    """An initialised SDK client over the stdio of `argv`; every line it received is tapped."""
-    with stderr.open("ab") as err:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=err,
-            limit=READ_LIMIT,
-        )
-    assert proc.stdin is not None and proc.stdout is not None
-    tap = TapReader(StreamLineReader(proc.stdout, READ_LIMIT), DEADLINE_S)
-    try:
-        with anyio.fail_after(DEADLINE_S):
-            async with mcp_streams(tap, StreamLineWriter(proc.stdin)) as (read, write):
-                async with ClientSession(read, write) as client:
-                    await client.initialize()
-                    yield client, tap
-            await proc.wait()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
 
 
 async def raw_tool_pages(client: ClientSession, tap: TapReader) -> list[Any]:

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.transparency import (
+from tests.support.transparency import (
     Normaliser,
     RawClient,
     lines_of,
@@ -45,11 +45,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 Conversation = Callable[[RawClient], Awaitable[None]]
 INIT = {"protocolVersion": "2025-11-25", "clientInfo": {"name": "raw-diff", "version": "1"}}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @dataclass

@@ -28,11 +28,11 @@ from runner.matrix import expand
 from runner.records import RunRecord
 from runner.spec import load_spec
 from runner.store import Store
-from tests.runkit import BIN, scripted_sweep_spec
+from tests.support.paths import BIN, ROOT
+from tests.support.runkit import scripted_sweep_spec
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 MB = 1024 * 1024
 SPEC = scripted_sweep_spec("on-ray", runs=3)  # shard 1/2 holds 12 of the 36 runs, 2/2 the rest
 
@@ -121,7 +121,7 @@ def test_g1_a_node_killed_mid_sweep_loses_no_run_and_stores_none_twice(  # G1
         address=cluster.address,
         log_to_driver=False,
         runtime_env={
-            "worker_process_setup_hook": "tests.e2e.ray_worker_hook.forbid_store",
+            "worker_process_setup_hook": "tests.support.ray_worker_hook.forbid_store",
             "env_vars": {"AGENT_HARNESS_TEST_MARKS": str(marks), "PYTHONPATH": str(ROOT)},
         },
     )

@@ -1,11 +1,11 @@
 """The HTML report of a real (scripted, offline) experiment, opened in headless Chromium (R7)."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
+
+from tests.support.runkit import cli
 
 pytestmark = pytest.mark.slow
 
@@ -29,20 +29,15 @@ concurrency: 4
 """
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).parent / "agent-harness"
-    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=300)
-
-
 @pytest.fixture(scope="module")
 def experiment(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("report")
     (root / "spec.yaml").write_text(SPEC)
     db = root / "runs.duckdb"
-    ran = cli("run", "spec.yaml", "--db", str(db), cwd=root)
+    ran = cli(root, "run", "spec.yaml", "--db", str(db))
     assert ran.returncode == 0, ran.stderr
     out = root / "report.html"
-    made = cli("report", "--db", str(db), "-o", str(out), cwd=root)
+    made = cli(root, "report", "--db", str(db), "-o", str(out))
     assert made.returncode == 0, made.stderr
     assert f"Report written to {out}" in made.stdout
     return db, out
@@ -140,7 +135,7 @@ def _snake(data_key: str) -> str:
 def test_r7_markdown_report_for_a_pull_request(experiment, tmp_path):
     db, _ = experiment
     out = tmp_path / "report.md"
-    made = cli("report", "--db", str(db), "--format", "md", "-o", str(out), cwd=tmp_path)
+    made = cli(tmp_path, "report", "--db", str(db), "--format", "md", "-o", str(out))
     assert made.returncode == 0, made.stderr
     text = out.read_text()
     assert "| scripted/obeys-retry-request |" in text
@@ -149,7 +144,7 @@ def test_r7_markdown_report_for_a_pull_request(experiment, tmp_path):
 
 
 def test_r7_report_of_a_missing_store_is_one_clear_error(tmp_path):
-    made = cli("report", "--db", str(tmp_path / "nothing.duckdb"), cwd=tmp_path)
+    made = cli(tmp_path, "report", "--db", str(tmp_path / "nothing.duckdb"))
     assert made.returncode == 1
     assert made.stderr.strip().count("\n") == 0
     assert "no run store here" in made.stderr
@@ -253,7 +248,7 @@ def test_r10_a_disagreement_is_the_first_thing_on_the_page(chromium, tmp_path):
                       agreement_reason="FAIL DUPLICATE_EXECUTION, but no operation has more "
                       "than one real row.", **base),
         ])  # fmt: skip
-    made = cli("report", "--db", str(tmp_path / "runs.duckdb"), "-o", "r.html", cwd=tmp_path)
+    made = cli(tmp_path, "report", "--db", str(tmp_path / "runs.duckdb"), "-o", "r.html")
     assert made.returncode == 0, made.stderr
     page = chromium.new_page(tmp_path / "r.html")
     try:

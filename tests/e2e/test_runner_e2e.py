@@ -22,33 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from runner.matrix import expand
 from runner.spec import load_spec
-from tests.runkit import cli_env, query
+from tests.support.runkit import CLI_TIMEOUT_S, E2E_LIMITS, cli_env, query
+from tests.support.specs import HOTEL, REQUEST, TRY_AGAIN, write_spec
 
 pytestmark = pytest.mark.slow
 
-REQUEST = "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
-TRY_AGAIN = "That did not work. Please try again."
-PROMPT = "You are the booking assistant of a hotel. Book rooms with the tools you have."
-CLI_TIMEOUT_S = 240
 PROGRESS = re.compile(r"\b(\d+)/(\d+) runs\b")
-
-
-def write_spec(folder: Path, name: str, **fields: Any) -> Path:
-    data: dict[str, Any] = {
-        "name": name,
-        "prompts": [{"name": "hotel", "text": PROMPT}],
-        "upstreams": [{"name": "booking", "builtin": "booking"}],
-        "scenarios": ["F1"],
-        "limits": {"run_timeout_s": 120},
-        **fields,
-    }
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +56,7 @@ def experiment(harness_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> d
         conversations=[{"name": "try-again", "user": REQUEST, "follow_ups": [TRY_AGAIN]}],
         runs=2,
         concurrency=4,
+        limits=E2E_LIMITS,
     )
     db = folder / "runs.duckdb"
     done = subprocess.run(
@@ -163,7 +146,7 @@ def test_auto_arm_inserts_the_unpatched_runs_patches_verbatim(experiment):  # R2
         assert others == [] and (patch_id, severity) == ("GHOST_WRITE", "CRITICAL")
         assert run["patch_text"] == f"## [CRITICAL] GHOST_WRITE\n\n{text}"
         # ... and it is what the model saw: the prompt, then the patch, verbatim.
-        assert systems[run_id] == f"{PROMPT}\n\n{run['patch_text']}"
+        assert systems[run_id] == f"{HOTEL}\n\n{run['patch_text']}"
 
 
 def test_summary_table_is_printed_per_model_and_condition(experiment):  # R1 R6
@@ -200,6 +183,7 @@ def test_runner_killed_mid_sweep_resumes_without_lost_or_doubled_runs(
         conversations=[{"name": "single", "user": REQUEST}],
         runs=20,
         concurrency=2,
+        limits=E2E_LIMITS,
     )
     expected = {c.run_id for c in expand(load_spec(spec))}
     assert len(expected) == 40

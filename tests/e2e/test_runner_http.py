@@ -17,8 +17,9 @@ import anyio
 import pytest
 
 from runner.upstreams import ground_truth
-from tests.e2e.httpkit import running
-from tests.e2e.test_runner_e2e import CLI_TIMEOUT_S, REQUEST, cli_env, query, write_spec
+from tests.support.httpkit import running
+from tests.support.runkit import CLI_TIMEOUT_S, E2E_LIMITS, cli_env, query
+from tests.support.specs import REQUEST, write_spec
 
 pytestmark = [pytest.mark.slow]
 
@@ -40,7 +41,7 @@ def test_h1_r4_runs_over_http_give_verdicts_that_match_the_rows(
         models=["scripted/careful", "scripted/naive"],
         upstreams=[{"name": "booking", "builtin": "booking", "transport": transport}],
         conversations=[{"name": "single", "user": REQUEST}],
-        proxy={"agent": agent},
+        proxy={"agent": agent}, limits=E2E_LIMITS,
     )  # fmt: skip
     db = tmp_path / "runs.duckdb"
     done = run_cli(agent_harness_bin, spec, db, cli_env())
@@ -65,7 +66,7 @@ def test_h1_r2_an_upstream_given_by_url_is_put_behind_the_proxy(agent_harness_bi
                 models=["scripted/naive"],
                 upstreams=[{"name": "remote", "url": server.url,
                             "headers": {"X-Harness-Test": "os.environ/HARNESS_TEST_HEADER"}}],
-                conversations=[{"name": "single", "user": REQUEST}],
+                conversations=[{"name": "single", "user": REQUEST}], limits=E2E_LIMITS,
             )  # fmt: skip
             env = {**cli_env(), "HARNESS_TEST_HEADER": "secret-header-value"}
             return await anyio.to_thread.run_sync(

@@ -2,7 +2,7 @@
 
 Each run is the runner's own `execute_run`: the scripted model through litellm, a real
 `agent-harness proxy` subprocess, and a third-party or SDK server whose own state is the ground
-truth: server-filesystem's file on disk, the SQLite rows of tests/e2e/servers/shop_server.py.
+truth: server-filesystem's file on disk, the SQLite rows of tests/support/servers/shop_server.py.
 """
 
 from __future__ import annotations
@@ -23,15 +23,11 @@ from runner.execute import execute_run  # noqa: E402
 from runner.matrix import expand  # noqa: E402
 from runner.records import RunRecord  # noqa: E402
 from runner.spec import load_spec  # noqa: E402
+from tests.support.paths import SERVERS  # noqa: E402
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-SHOP = Path(__file__).parent / "servers" / "shop_server.py"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+SHOP = SERVERS / "shop_server.py"
 
 
 async def run(tmp_path: Path, model: str, upstream: dict[str, Any], user: str) -> RunRecord:

@@ -20,16 +20,10 @@ from runner.execute import execute_run
 from runner.matrix import expand
 from runner.records import RunRecord
 from runner.spec import load_spec
+from tests.support.paths import COUNTING_SERVER
+from tests.support.specs import REQUEST
 
 pytestmark = pytest.mark.anyio
-
-REQUEST = "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
-COUNTING_SERVER = Path(__file__).parents[1] / "e2e" / "servers" / "counting_server.py"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def run_once(folder: Path, model: str, user: str = REQUEST, **fields: Any) -> RunRecord:

@@ -19,8 +19,9 @@ import pytest
 
 from runner.regression import MAX_BASELINE_DEPTH, export_summary, load_summary
 from runner.store import Store, StoreError
-from tests.runkit import BIN, cli_env
-from tests.storekit import make_run
+from tests.support.paths import BIN
+from tests.support.runkit import cli_env
+from tests.support.storekit import make_run
 
 SPEC = """\
 name: nightly

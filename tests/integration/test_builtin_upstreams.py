@@ -27,17 +27,12 @@ from runner.upstreams import (
 from runner.upstreams._plumbing import open_db
 from runner.upstreams.booking import CreateBooking, create_booking
 from runner.upstreams.payment import CreatePayment, create_payment
+from tests.support.paths import ROOT
 
-REPO = Path(__file__).resolve().parents[2]
 TRANSPORTS = ["stdio", "memory"]
 SESSION_TIMEOUT_S = 30
 ANNA = {"guest": "Anna Smith", "date": "2025-06-01", "nights": 2}
 ACME = {"customer": "ACME GmbH", "amount": 129.5, "currency": "EUR"}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @asynccontextmanager
@@ -47,7 +42,7 @@ async def connect(kind: str, db: Path, transport: str) -> AsyncIterator[ClientSe
         if transport == "stdio":
             command, *args = stdio_command(kind, db)
             # cwd: `-m runner.upstreams` must find the package without an installed project.
-            params = StdioServerParameters(command=command, args=args, cwd=REPO)
+            params = StdioServerParameters(command=command, args=args, cwd=ROOT)
             async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
                 await s.initialize()
                 yield s

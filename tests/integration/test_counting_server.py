@@ -21,18 +21,25 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-SERVER = Path(__file__).resolve().parents[1] / "e2e" / "servers" / "counting_server.py"
+from tests.support.paths import COUNTING_SERVER
+
+SERVER = COUNTING_SERVER
 TIMEOUT_S = 30
 ALL_TOOLS = [
-    "create_booking", "apply_discount", "search_bookings", "get_booking", "sync_ledger",
-    "reject_write", "fail_rpc", "slow_write", "crash_write", "big_answer", "create_note",
-    "payments__process_payment", "structured",
+    "create_booking",
+    "apply_discount",
+    "search_bookings",
+    "get_booking",
+    "sync_ledger",
+    "reject_write",
+    "fail_rpc",
+    "slow_write",
+    "crash_write",
+    "big_answer",
+    "create_note",
+    "payments__process_payment",
+    "structured",
 ]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @asynccontextmanager
@@ -70,8 +77,9 @@ async def test_records_each_executed_call_once_before_answering(tmp_path):
         booked = body(await s.call_tool("create_booking", {"guest": "Ann", "date": "2025-06-01"}))
         # Durable before the answer: the line is on disk while the server still runs.
         assert executed(truth) == [("create_booking", {"guest": "Ann", "date": "2025-06-01"})]
-        await s.call_tool("create_booking", {"guest": "Ann", "date": "2025-06-01",
-                                             "idempotency_key": "k1"})
+        await s.call_tool(
+            "create_booking", {"guest": "Ann", "date": "2025-06-01", "idempotency_key": "k1"}
+        )
         await s.call_tool("apply_discount", {"booking_id": booked["booking_id"], "percent": 10})
         found = body(await s.call_tool("search_bookings", {"guest": "Ann"}))
         got = await s.call_tool("get_booking", {"booking_id": booked["booking_id"]})
@@ -81,8 +89,12 @@ async def test_records_each_executed_call_once_before_answering(tmp_path):
     assert got.is_error is False and body(got)["guest"] == "Ann"
     assert missing.is_error is True
     assert [tool for tool, _ in executed(truth)] == [
-        "create_booking", "create_booking", "apply_discount", "search_bookings",
-        "get_booking", "get_booking",
+        "create_booking",
+        "create_booking",
+        "apply_discount",
+        "search_bookings",
+        "get_booking",
+        "get_booking",
     ]
     entries = [e for e in lines(truth) if "tool" in e]
     assert len({e["pid"] for e in entries}) == 1 and entries[0]["pid"] != os.getpid()
@@ -235,24 +247,46 @@ def _read_line(stream, timeout_s: float) -> bytes:
 
 def test_crash_write_executes_then_exits_3_without_answering(tmp_path):
     truth = tmp_path / "truth.jsonl"
-    init = {"protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"}}
+    init = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    }
     # Raw JSON-RPC over pipes: the exit code is what the proxy's crash tests rely on. Stdin
     # stays open until the exit, since EOF would cancel the call before it executes. The call
     # goes out only once initialize is answered: sent together, the crash could win the race
     # against the SDK's writer task and take the initialize answer with it.
     proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "--ground-truth", str(truth), "--stderr-noise",
-         "NOISE-LINE-42"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            str(SERVER),
+            "--ground-truth",
+            str(truth),
+            "--stderr-noise",
+            "NOISE-LINE-42",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
-        proc.stdin.write(_rpc({"id": 1, "method": "initialize", "params": init},
-                              {"method": "notifications/initialized"}))
+        proc.stdin.write(
+            _rpc(
+                {"id": 1, "method": "initialize", "params": init},
+                {"method": "notifications/initialized"},
+            )
+        )
         proc.stdin.flush()
         first = _read_line(proc.stdout, TIMEOUT_S)
-        proc.stdin.write(_rpc({"id": 2, "method": "tools/call",
-                               "params": {"name": "crash_write", "arguments": {"item": "c"}}}))
+        proc.stdin.write(
+            _rpc(
+                {
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {"name": "crash_write", "arguments": {"item": "c"}},
+                }
+            )
+        )
         proc.stdin.flush()
         returncode = proc.wait(timeout=TIMEOUT_S)
     finally:

@@ -37,11 +37,6 @@ SEVEN_TOOLS = [
 BANNED_SCHEMA_KEYS = {"$schema", "pattern", "format", "propertyNames"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @asynccontextmanager
 async def demo_client(cwd: Path) -> AsyncIterator[ClientSession]:
     """An initialised client session to `agent-harness demo` as a subprocess."""

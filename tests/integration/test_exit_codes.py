@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
+from tests.support.paths import BIN
+from tests.support.runkit import cli
+
 pytestmark = pytest.mark.slow
 
-BIN = Path(sys.executable).parent / "agent-harness"
 SPEC = """\
 name: broken-upstream
 models: [scripted/naive]
@@ -38,11 +39,6 @@ BASELINE = {
                 "conversation": "single", "scenario": "F1", "patch_arm": "none",
                 "runs": 10, "errors": 0, "k": 0, "n": 10}],
 }
-
-
-def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN), *args], cwd=root, capture_output=True, text=True,
-                          timeout=300)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from runner.html.formatting import MAX_SHOWN_CHARS
 from runner.html.report import write_report
 from runner.records import FindingRow, PatchRow, TranscriptEntry
 from runner.store import Store
-from tests.storekit import make_run
+from tests.support.storekit import make_run
 
 MB = 1_000_000
 BIG = 5 * MB

@@ -18,8 +18,9 @@ import pytest
 
 from runner.store import Store, StoreError, migrations
 from runner.store.merge import merge_stores
-from tests.runkit import BIN, cli_env
-from tests.storekit import fingerprint, make_store
+from tests.support.paths import BIN
+from tests.support.runkit import cli_env
+from tests.support.storekit import fingerprint, make_store
 
 
 def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,13 +19,10 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from harness.demo import AUDIT_PATH
 from runner.records import RunRecord
 from runner.store import Store
+from tests.support.paths import BIN
+from tests.support.runkit import cli
 
-BIN = Path(sys.executable).parent / "agent-harness"
 T0 = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
-
-
-def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([str(BIN), *args], cwd=cwd, capture_output=True, timeout=120)
 
 
 @pytest.fixture
@@ -52,7 +47,7 @@ def test_v1_report_refuses_a_target_that_is_not_a_regular_file(store, target):
         os.mkfifo(path)
     done = cli(store, "report", "--db", "runs.duckdb", "-o", path)
     assert done.returncode == 1
-    stderr = done.stderr.decode()
+    stderr = done.stderr
     assert stderr.startswith(f"agent-harness report: error: {path}: ") and stderr.count("\n") == 1
     if target.startswith("/dev/"):
         assert stat.S_ISCHR(os.stat(target).st_mode)  # still the device (issue 11: replaced)
@@ -63,7 +58,7 @@ def test_v1_report_refuses_a_target_that_is_not_a_regular_file(store, target):
 def test_v1_v6_report_markdown_to_stdout_with_foreign_names_escaped(store):
     done = cli(store, "report", "--db", "runs.duckdb", "--format", "md", "-o", "-")
     assert done.returncode == 0, done.stderr
-    markdown = done.stdout.decode()
+    markdown = done.stdout
     assert markdown.startswith("### agent-harness: nightly\n")
     assert "Report written" not in markdown  # stdout holds the report alone
     assert "![x](" not in markdown
@@ -89,9 +84,9 @@ def test_v1_benchmark_report_through_the_writer(tmp_path):
     (folder / "benchmark-report.json").symlink_to("/dev/null")
     done = cli(tmp_path, "benchmark", "--scenarios", "F1")
     assert done.returncode == 1
-    assert done.stderr.decode().endswith("the report file target is a character device; give "
-                                         "the path of a regular file\n")
-    assert done.stderr.count(b"\n") == 1
+    assert done.stderr.endswith("the report file target is a character device; give "
+                                "the path of a regular file\n")
+    assert done.stderr.count("\n") == 1
 
 
 @pytest.mark.anyio

@@ -1,7 +1,7 @@
 """Provider failures through litellm's real HTTP path (L2, issue 12).
 
 The model is `openai/...` with `api_base` on a small OpenAI-compatible endpoint written for
-these tests (tests/openai_stub.py, 127.0.0.1, port 0): litellm's OpenAI client, its HTTP
+these tests (tests/support/openai_stub.py, 127.0.0.1, port 0): litellm's OpenAI client, its HTTP
 transport and its exception mapping all run; nothing of litellm is patched. The stub counts
 the requests that really arrived, which is how hidden client retries would show.
 """
@@ -23,16 +23,11 @@ from runner.agent.loop import (  # noqa: E402
     RetryPolicy,
     run_conversation,
 )
-from tests.openai_stub import HANG, completion, error, openai_stub, refused_url  # noqa: E402
+from tests.support.openai_stub import HANG, completion, error, openai_stub, refused_url  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
 NO_WAIT = RetryPolicy(attempts=3, backoff_s=0, max_backoff_s=0)
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def _no_tools(name: str, arguments: dict[str, Any]) -> tuple[str, bool]:

@@ -16,16 +16,10 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.integration.proxy_fixture import BOOK, lenient_upstream, proxied
-from tests.integration.test_proxy_x10 import call, ping
+from tests.support.proxy_fixture import BOOK, call, lenient_upstream, ping, proxied
 
 pytestmark = pytest.mark.anyio
 SCHEMA = {"type": "object", "properties": {"guest": {"type": "string"}}}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @dataclass

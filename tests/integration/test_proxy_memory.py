@@ -23,7 +23,7 @@ from harness.benchmark.simulate import FakeClock
 from harness.proxy.audit import AUDIT_TOOLS
 from harness.report.file import ReportFile
 from harness.wire.transport import MemoryPipe, mcp_streams
-from tests.integration.proxy_fixture import (
+from tests.support.proxy_fixture import (
     BOOK,
     INSTRUCTIONS,
     RESOURCE_URI,
@@ -31,25 +31,13 @@ from tests.integration.proxy_fixture import (
     ScriptedUpstream,
     proxied,
 )
+from tests.support.reports import codes, text
 
 pytestmark = pytest.mark.anyio
 
 OTHER = {"guest": "Bob", "date": "2026-12-02"}
 AUDIT_NAMES = {t["name"] for t in AUDIT_TOOLS}
 GHOST_TEXT = "timed out"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # the proxy core is asyncio code
-
-
-def codes(items: list[dict[str, Any]]) -> list[str]:
-    return [x["code"] for x in items]
-
-
-def text(result: types.CallToolResult) -> str:
-    return result.content[0].text
 
 
 def operation(h, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:

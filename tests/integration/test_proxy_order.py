@@ -16,17 +16,12 @@ from typing import Any
 
 import pytest
 
-from tests.integration.proxy_fixture import proxied
+from tests.support.proxy_fixture import proxied
 
 pytestmark = pytest.mark.anyio
 
 TOOLS = [{"name": "create_booking", "inputSchema": {"type": "object"},
           "annotations": {"readOnlyHint": False}}]  # fmt: skip
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @dataclass

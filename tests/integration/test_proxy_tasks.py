@@ -16,16 +16,11 @@ from typing import Any
 import pytest
 
 from harness.wire.protocol import RELATED_TASK_KEY
-from tests.integration.proxy_fixture import MemoryPipe, proxied
+from tests.support.proxy_fixture import MemoryPipe, proxied
 
 pytestmark = pytest.mark.anyio
 
 REPORT = {"title": "Q3"}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @dataclass

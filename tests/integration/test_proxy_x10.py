@@ -13,32 +13,13 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.integration.proxy_fixture import BOOK, lenient_upstream, proxied
+from tests.support.proxy_fixture import BOOK, call, lenient_upstream, ping, proxied
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def call(rpc_id: Any, tool: str = "create_booking", arguments: Any = None, **extra: Any):
-    body = {"jsonrpc": "2.0", "method": "tools/call",
-            "params": {"name": tool, "arguments": BOOK if arguments is None else arguments}}
-    if rpc_id is not ...:
-        body["id"] = rpc_id
-    return {**body, **extra}
-
-
 def ops(h) -> list[dict[str, Any]]:
     return h.judgement().report["operations"]
-
-
-async def ping(h, rpc_id: str) -> None:
-    """A round trip: every line the client sent before it has been handled by the proxy."""
-    await h.raw_request(json.dumps({"jsonrpc": "2.0", "id": rpc_id, "method": "ping"}).encode(),
-                        rpc_id)
 
 
 async def test_x10_a_write_repeated_inside_a_batch_is_judged_and_answered_as_a_batch():

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from harness.wire.protocol import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY
-from tests.integration.proxy_fixture import (
+from tests.support.proxy_fixture import (
     BOOK,
     MemoryPipe,
     ScriptedUpstream,
@@ -24,11 +24,6 @@ from tests.integration.proxy_fixture import (
 )
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def own_requests(h, method: str) -> list[dict[str, Any]]:

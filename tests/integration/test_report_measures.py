@@ -14,7 +14,7 @@ import pytest
 from runner.html import write_report
 from runner.records import DuplicateRow, RunRecord, TranscriptEntry
 from runner.store import Store
-from tests.integration.test_html_render import HOSTILE, Page
+from tests.support.htmlpage import HOSTILE, Page
 
 T0 = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
 

@@ -10,14 +10,9 @@ import pytest
 
 from harness.base import jsonutil
 from harness.report import read_report
-from tests.integration.proxy_fixture import BOOK, proxied
+from tests.support.proxy_fixture import BOOK, proxied
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _every_report_round_trips(reports: list[str]):

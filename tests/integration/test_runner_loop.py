@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
@@ -41,38 +40,21 @@ from runner.matrix import RunCell, expand  # noqa: E402
 from runner.records import RunRecord  # noqa: E402
 from runner.spec import ExperimentSpec, load_spec  # noqa: E402
 from runner.store import Store, StoreError  # noqa: E402
+from tests.support.specs import REQUEST, TRY_AGAIN, write_spec
 
 pytestmark = pytest.mark.anyio
 
-REQUEST = "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
-TRY_AGAIN = "That did not work. Please try again."
 BOOKING = ("Alice Example", "2026-12-01", 2)
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 # -- helpers -------------------------------------------------------------------------------
 
 
-def write_spec(folder: Path, *, models: list[Any], **overrides: Any) -> ExperimentSpec:
+def loop_spec(folder: Path, *, models: list[Any], **overrides: Any) -> ExperimentSpec:
     """A small spec (booking, F1, one conversation) written as YAML and loaded for real."""
-    data: dict[str, Any] = {
-        "name": "loop",
-        "models": models,
-        "prompts": [{"name": "p", "text": "You are the booking assistant of a hotel."}],
-        "upstreams": [{"name": "booking", "builtin": "booking"}],
-        "scenarios": ["F1"],
-        "conversations": [{"name": "single", "user": REQUEST}],
-        "limits": {"run_timeout_s": 60},
-        "retry": {"attempts": 3, "backoff_s": 0, "max_backoff_s": 0},
-    }
-    data.update(overrides)
-    path = folder / "spec.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return load_spec(path)
+    retry = {"attempts": 3, "backoff_s": 0, "max_backoff_s": 0}
+    fields = {"models": models, "retry": retry, **overrides}
+    return load_spec(write_spec(folder, "loop", file="spec.yaml", **fields))
 
 
 def only_cell(spec: ExperimentSpec) -> RunCell:
@@ -238,7 +220,7 @@ def test_render_tool_result_marks_is_error_and_only_then():  # R3
 
 
 async def test_f1_timeout_reaches_the_model_as_an_is_error_tool_message(tmp_path):  # R3 S2
-    spec = write_spec(tmp_path, models=["scripted/naive"])
+    spec = loop_spec(tmp_path, models=["scripted/naive"])
     record, db = await run_in_process(spec, tmp_path / "kept")
 
     first, second = tool_entries(record)
@@ -259,7 +241,7 @@ async def test_f1_timeout_reaches_the_model_as_an_is_error_tool_message(tmp_path
 async def test_f3_truncated_answer_is_an_error_not_a_success_for_the_model(tmp_path):  # R3 S4
     # A client that hid isError would show `{"` as a success: careful would report "done"
     # with nothing booked. With the mark it checks, finds nothing and retries once.
-    spec = write_spec(tmp_path, models=["scripted/careful"], scenarios=["F3"])
+    spec = loop_spec(tmp_path, models=["scripted/careful"], scenarios=["F3"])
     record, db = await run_in_process(spec, tmp_path / "kept")
 
     answers = tool_entries(record)
@@ -274,7 +256,7 @@ async def test_f3_truncated_answer_is_an_error_not_a_success_for_the_model(tmp_p
 
 
 async def test_parallel_tool_calls_both_execute_and_are_a_parallel_duplicate(tmp_path):  # R3 S8 J1
-    spec = write_spec(tmp_path, models=["scripted/parallel-naive"], scenarios=["none"])
+    spec = loop_spec(tmp_path, models=["scripted/parallel-naive"], scenarios=["none"])
     record, db = await run_in_process(spec, tmp_path / "kept")
 
     (asked,) = [e for e in record.transcript if e.tool_calls_json]
@@ -293,7 +275,7 @@ async def test_parallel_tool_calls_both_execute_and_are_a_parallel_duplicate(tmp
 
 
 async def test_follow_up_is_sent_after_the_final_answer_and_triggers_the_resend(tmp_path):  # R3 P2
-    spec = write_spec(
+    spec = loop_spec(
         tmp_path,
         models=["scripted/obeys-retry-request"],
         conversations=[{"name": "try-again", "user": REQUEST, "follow_ups": [TRY_AGAIN]}],
@@ -315,7 +297,7 @@ async def test_follow_up_is_sent_after_the_final_answer_and_triggers_the_resend(
 
 async def test_every_follow_up_is_sent_in_order_and_careful_never_books_twice(tmp_path):  # R3
     follow_ups = [TRY_AGAIN, "Thanks, that is all."]
-    spec = write_spec(
+    spec = loop_spec(
         tmp_path,
         models=["scripted/careful"],
         conversations=[{"name": "two", "user": REQUEST, "follow_ups": follow_ups}],
@@ -337,7 +319,7 @@ async def test_every_follow_up_is_sent_in_order_and_careful_never_books_twice(tm
 async def test_max_tool_calls_stops_the_run_before_the_call_and_says_so(
     tmp_path, agent_results
 ):  # R2 R3
-    spec = write_spec(tmp_path, models=["scripted/naive"], limits={"max_tool_calls": 1})
+    spec = loop_spec(tmp_path, models=["scripted/naive"], limits={"max_tool_calls": 1})
     record, db = await run_in_process(spec, tmp_path / "kept")
 
     (agent,) = agent_results
@@ -352,7 +334,7 @@ async def test_max_tool_calls_stops_the_run_before_the_call_and_says_so(
 async def test_max_turns_ends_the_turn_and_the_follow_up_is_still_sent(
     tmp_path, agent_results
 ):  # R2 R3 (docs/decisions.md: max_turns is per user message)
-    spec = write_spec(
+    spec = loop_spec(
         tmp_path,
         models=["scripted/naive"],
         limits={"max_turns": 2},
@@ -368,7 +350,7 @@ async def test_max_turns_ends_the_turn_and_the_follow_up_is_still_sent(
 
 
 async def test_max_tokens_stops_the_run_after_the_model_call(tmp_path, agent_results):  # R2 R3
-    spec = write_spec(tmp_path, models=["scripted/careful"], limits={"max_tokens": 1})
+    spec = loop_spec(tmp_path, models=["scripted/careful"], limits={"max_tokens": 1})
     record, db = await run_in_process(spec, tmp_path / "kept")
 
     (agent,) = agent_results
@@ -378,7 +360,7 @@ async def test_max_tokens_stops_the_run_after_the_model_call(tmp_path, agent_res
 
 
 async def test_limits_that_are_not_reached_stop_nothing(tmp_path, agent_results):  # R3
-    spec = write_spec(tmp_path, models=["scripted/careful"])
+    spec = loop_spec(tmp_path, models=["scripted/careful"])
     record, _db = await run_in_process(spec, tmp_path / "kept")
     (agent,) = agent_results
     assert agent.stopped_by is None and record.stopped_by is None and record.final_answer
@@ -394,7 +376,7 @@ async def test_limits_that_are_not_reached_stop_nothing(tmp_path, agent_results)
 async def test_invalid_tool_arguments_become_an_error_tool_message(
     tmp_path, providers, model, says
 ):  # R3
-    spec = write_spec(tmp_path, models=[model])
+    spec = loop_spec(tmp_path, models=[model])
     record, db = await run_in_process(spec, tmp_path / "kept")
 
     assert record.status == "ok", record.error
@@ -413,7 +395,7 @@ async def test_invalid_tool_arguments_become_an_error_tool_message(
 
 
 async def test_rate_limited_model_calls_are_retried_then_the_run_goes_on(tmp_path, providers):  # R3
-    spec = write_spec(tmp_path, models=["failing/flaky-careful"])
+    spec = loop_spec(tmp_path, models=["failing/flaky-careful"])
     record, db = await run_in_process(spec, tmp_path / "kept")
 
     assert record.status == "ok", record.error
@@ -448,7 +430,7 @@ async def test_provider_that_keeps_failing_raises_model_call_failed(
 async def test_failing_model_run_is_stored_as_error_and_the_sweep_goes_on(
     tmp_path, providers
 ):  # R3 R5
-    spec = write_spec(tmp_path, models=["failing/rate-limited", "scripted/careful"], runs=2)
+    spec = loop_spec(tmp_path, models=["failing/rate-limited", "scripted/careful"], runs=2)
     cells = expand(spec)
     with Store.open(tmp_path / "runs.duckdb") as store:
         result = await run_sweep(spec, cells, store, in_process="always")
@@ -476,7 +458,7 @@ async def test_failing_model_run_is_stored_as_error_and_the_sweep_goes_on(
 async def test_run_failing_half_way_keeps_its_transcript_up_to_the_failure(
     tmp_path, providers
 ):  # R3 R5
-    spec = write_spec(tmp_path, models=["failing/breaks-mid-run"])
+    spec = loop_spec(tmp_path, models=["failing/breaks-mid-run"])
     record, db = await run_in_process(spec, tmp_path / "kept")
 
     assert record.status == "error"
@@ -492,7 +474,7 @@ async def test_run_failing_half_way_keeps_its_transcript_up_to_the_failure(
 async def test_run_that_times_out_is_an_error_with_transcript_and_report_so_far(
     tmp_path, providers
 ):  # R3 R5 O3
-    spec = write_spec(tmp_path, models=["quirky/stalls"], limits={"run_timeout_s": 3})
+    spec = loop_spec(tmp_path, models=["quirky/stalls"], limits={"run_timeout_s": 3})
     record, db = await run_in_process(spec, tmp_path / "kept")
 
     assert record.status == "error" and record.error == "run timed out after 3 s"
@@ -526,7 +508,7 @@ class RecordingStore:
 
 
 async def test_sweep_reports_a_run_as_done_only_after_its_commit(tmp_path):  # R5
-    spec = write_spec(tmp_path, models=["scripted/careful", "scripted/naive"], runs=3)
+    spec = loop_spec(tmp_path, models=["scripted/careful", "scripted/naive"], runs=3)
     cells = expand(spec)
     reported: list[tuple[str, bool]] = []
     with Store.open(tmp_path / "runs.duckdb") as real:
@@ -544,7 +526,7 @@ async def test_sweep_reports_a_run_as_done_only_after_its_commit(tmp_path):  # R
 
 
 async def test_sweep_fails_loudly_when_the_store_cannot_write(tmp_path):  # R5
-    spec = write_spec(tmp_path, models=["scripted/careful"], runs=2)
+    spec = loop_spec(tmp_path, models=["scripted/careful"], runs=2)
     with Store.open(tmp_path / "runs.duckdb") as real:
         with pytest.raises(StoreError, match="disk full"):
             await run_sweep(
@@ -564,7 +546,7 @@ async def test_a_tool_timeout_gives_up_on_a_held_answer_and_the_model_decides_wh
     # limits.tool_timeout_s: the agent's client gives up on a call whose answer is late (here
     # F1's, held 5 s by proxy.fault_delay_ms) and shows the model the timeout, as agent
     # frameworks do; naive re-sends (a second booking), careful looks first (one).
-    spec = write_spec(tmp_path, models=[model], proxy={"fault_delay_ms": 5000},
+    spec = loop_spec(tmp_path, models=[model], proxy={"fault_delay_ms": 5000},
                       limits={"run_timeout_s": 60, "tool_timeout_s": 0.5})  # fmt: skip
     record, db = await run_in_process(spec, tmp_path / "kept")
 
@@ -583,7 +565,7 @@ async def test_h2_f9_from_a_spec_a_client_that_gives_up_on_the_held_answer(
     # {F9: {latency_ms: ...}} reaches the proxy from the spec; the agent's client gives up on
     # the held (real) answer after limits.tool_timeout_s: naive re-sends (booked twice, FAIL),
     # careful looks first and finds the booking (once, PASS). Checked against the real rows.
-    spec = write_spec(tmp_path, models=[model], scenarios=[{"F9": {"latency_ms": 5000}}],
+    spec = loop_spec(tmp_path, models=[model], scenarios=[{"F9": {"latency_ms": 5000}}],
                       limits={"run_timeout_s": 60, "tool_timeout_s": 0.5})  # fmt: skip
     assert spec.scenarios[0].label == "F9(latency_ms=5000)"
     record, db = await run_in_process(spec, tmp_path / "kept")

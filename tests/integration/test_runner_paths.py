@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from runner.execute import execute_run
 from runner.matrix import RunCell, expand
 from runner.records import RunRecord
 from runner.spec import ExperimentSpec, load_spec
+from tests.support.specs import write_spec
 
 pytestmark = pytest.mark.slow
 
@@ -43,25 +43,20 @@ PARALLEL = ("scripted/parallel-naive", "booking", "F1", "book-try-again")  # two
 RANDOM_COLUMNS = {"booking_id", "payment_id", "created_at", "cancelled_at", "seq"}
 
 
-def write_spec(folder: Path) -> ExperimentSpec:
-    data = {
-        "name": "paths",
-        "models": sorted({c[0] for c in (*CELLS, PARALLEL)}),
-        "prompts": [{"name": "p", "text": "You are a careful assistant with tools."}],
-        "upstreams": [
-            {"name": "booking", "builtin": "booking"},
-            {"name": "payment", "builtin": "payment"},
-        ],
-        "scenarios": ["F1", "F3"],
-        "conversations": [
+def paths_spec(folder: Path) -> ExperimentSpec:
+    return load_spec(write_spec(
+        folder, "paths",
+        models=sorted({c[0] for c in (*CELLS, PARALLEL)}),
+        prompts=[{"name": "p", "text": "You are a careful assistant with tools."}],
+        upstreams=[{"name": "booking", "builtin": "booking"},
+                   {"name": "payment", "builtin": "payment"}],
+        scenarios=["F1", "F3"],
+        conversations=[
             {"name": "book-try-again", "user": BOOK, "follow_ups": ["Please try again."]},
             {"name": "pay", "user": PAY},
         ],
-        "limits": {"run_timeout_s": 120},
-    }
-    path = folder / "paths.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return load_spec(path)
+        limits={"run_timeout_s": 120},
+    ))  # fmt: skip
 
 
 def pick(spec: ExperimentSpec) -> list[RunCell]:
@@ -118,7 +113,7 @@ def judged(record: RunRecord) -> dict[str, Any]:
 def both_ways(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], dict]:
     """Each cell run in process and as a subprocess (concurrently), with the kept workdirs."""
     folder = tmp_path_factory.mktemp("paths")
-    spec = write_spec(folder)
+    spec = paths_spec(folder)
     cells = pick(spec)
 
     async def run(cell: RunCell, mode: str) -> tuple[RunRecord, Path]:

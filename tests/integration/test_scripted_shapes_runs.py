@@ -30,11 +30,6 @@ PAY = "Pay the invoice. customer: ACME GmbH, amount: 129.00, currency: EUR, refe
 BOOK = "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def run(
     tmp_path: Path, model: str, builtin: str, user: str, scenario: str
 ) -> tuple[RunRecord, Path]:

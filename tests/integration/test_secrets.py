@@ -18,10 +18,11 @@ import duckdb
 import pytest
 import yaml
 
+from tests.support.paths import BIN, COUNTING_SERVER
+
 pytestmark = pytest.mark.slow
 
-BIN = Path(sys.executable).parent / "agent-harness"
-SERVER = Path(__file__).parents[1] / "e2e" / "servers" / "counting_server.py"
+SERVER = COUNTING_SERVER
 SECRETS = {
     "url password": "URLPASS-0123456789",
     "authorization header": "HEADERTOKEN-0123456789",
@@ -37,9 +38,9 @@ name: secrets
 models:
   - name: scripted/naive
     params:
-      api_base: https://alice:{SECRETS['url password']}@llm.example.com/v1
+      api_base: https://alice:{SECRETS["url password"]}@llm.example.com/v1
       extra_headers:
-        Authorization: Bearer {SECRETS['authorization header']}
+        Authorization: Bearer {SECRETS["authorization header"]}
         X-Title: {VISIBLE}
         X-Api-Key: os.environ/HOSTILE_TEST_KEY
 prompts: [{{name: p, text: You book hotel rooms.}}]
@@ -47,7 +48,7 @@ upstreams:
   - name: counting
     command: {sys.executable}
     args: [{SERVER}, --ground-truth, {tmp_path / "truth.jsonl"}]
-    env: {{UPSTREAM_SECRET: {SECRETS['upstream env']}}}
+    env: {{UPSTREAM_SECRET: {SECRETS["upstream env"]}}}
 scenarios: [F1]
 conversations:
   - name: c
@@ -65,8 +66,9 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["report", "--db", "runs.duckdb", "-o", "report.html"],
         ["report", "--db", "runs.duckdb", "--format", "md", "-o", "report.md"],
     ):
-        done = subprocess.run([str(BIN), *argv], cwd=root, env=env, capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run(
+            [str(BIN), *argv], cwd=root, env=env, capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, done.stderr
         assert not any(s in done.stdout + done.stderr for s in SECRETS.values())
     return root

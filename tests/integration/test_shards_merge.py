@@ -9,7 +9,6 @@ over the store's tables (a child table added by a later migration is merged with
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import duckdb
@@ -17,17 +16,11 @@ import pytest
 
 from runner.store import Store, StoreError, migrations
 from runner.store.merge import merge_stores
-from tests.runkit import BIN, scripted_sweep_spec
+from tests.support.runkit import cli, scripted_sweep_spec
 
 pytestmark = pytest.mark.slow
 
 SPEC = scripted_sweep_spec("sharded", runs=2)  # 8 and 16 runs in shards 1/2 and 2/2
-
-
-def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN), *args], cwd=root, capture_output=True, text=True, timeout=600
-    )
 
 
 def outcomes(db: Path) -> dict[str, tuple]:

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from runner.store import Store
-from tests.runkit import BIN, cli_env
+from tests.support.paths import BIN
+from tests.support.runkit import cli_env
 
 pytestmark = pytest.mark.slow
 

@@ -6,41 +6,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from runner.execute import run_sweep
 from runner.matrix import expand
 from runner.spec import ExperimentSpec, SpecError, load_spec
 from runner.store import Store
+from tests.support.specs import write_spec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-REQUEST = "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
 
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def write_spec(folder: Path, **overrides: Any) -> ExperimentSpec:
-    data: dict[str, Any] = {
-        "name": "stop",
-        "models": ["scripted/naive", "scripted/careful"],
-        "prompts": [{"name": "p", "text": "You are the booking assistant of a hotel."}],
-        "patches": ["none", "auto"],
-        "upstreams": [{"name": "booking", "builtin": "booking"}],
-        "scenarios": ["F1"],
-        "conversations": [{"name": "single", "user": REQUEST}],
-        "runs": 12,
-        # One run at a time: a cell stops right after the run that decides it.
-        "concurrency": 1,
-        "limits": {"run_timeout_s": 60},
-    }
-    data.update(overrides)
-    path = folder / "spec.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return load_spec(path)
+def stop_spec(folder: Path, **overrides: Any) -> ExperimentSpec:
+    # One run at a time (concurrency 1): a cell stops right after the run that decides it.
+    fields = dict(models=["scripted/naive", "scripted/careful"], patches=["none", "auto"],
+                  runs=12, concurrency=1)  # fmt: skip
+    return load_spec(write_spec(folder, "stop", file="spec.yaml", **{**fields, **overrides}))
 
 
 def runs_per_cell(store: Store) -> dict[tuple[str, str], int]:
@@ -50,7 +30,7 @@ def runs_per_cell(store: Store) -> dict[tuple[str, str], int]:
 
 async def test_m3_a_cell_stops_once_its_interval_clears_the_threshold(tmp_path):
     rule = {"threshold": 0.5, "min_runs": 5, "confidence": 0.95}
-    spec = write_spec(tmp_path, stop_early=rule)
+    spec = stop_spec(tmp_path, stop_early=rule)
     with Store.open(tmp_path / "runs.duckdb") as store:
         result = await run_sweep(spec, expand(spec), store, in_process="always")
         counts = runs_per_cell(store)
@@ -63,7 +43,7 @@ async def test_m3_a_cell_stops_once_its_interval_clears_the_threshold(tmp_path):
 
 async def test_m3_the_default_rule_looks_at_99_percent_and_so_decides_later(tmp_path):
     # 5 of 5 at 99 %: Wilson [43%, 100%] still reaches 50 %; 7 of 7: [51.7%, 100%] does not.
-    spec = write_spec(tmp_path, models=["scripted/naive"], patches=["none"],
+    spec = stop_spec(tmp_path, models=["scripted/naive"], patches=["none"],
                       stop_early={"threshold": 0.5})
     assert spec.stop_early is not None and spec.stop_early.confidence == 0.99
     with Store.open(tmp_path / "runs.duckdb") as store:
@@ -72,7 +52,7 @@ async def test_m3_the_default_rule_looks_at_99_percent_and_so_decides_later(tmp_
 
 
 async def test_m3_stopping_is_off_unless_the_spec_asks_for_it(tmp_path):
-    spec = write_spec(tmp_path, runs=6, models=["scripted/naive"], patches=["none"])
+    spec = stop_spec(tmp_path, runs=6, models=["scripted/naive"], patches=["none"])
     with Store.open(tmp_path / "runs.duckdb") as store:
         result = await run_sweep(spec, expand(spec), store, in_process="always")
         assert runs_per_cell(store) == {("scripted/naive", "none"): 6}
@@ -80,7 +60,7 @@ async def test_m3_stopping_is_off_unless_the_spec_asks_for_it(tmp_path):
 
 
 async def test_m3_a_resumed_sweep_remembers_which_cells_were_decided(tmp_path):
-    spec = write_spec(tmp_path, models=["scripted/naive"], patches=["none"],
+    spec = stop_spec(tmp_path, models=["scripted/naive"], patches=["none"],
                       stop_early={"threshold": 0.5, "min_runs": 5, "confidence": 0.95})
     cells = expand(spec)
     with Store.open(tmp_path / "runs.duckdb") as store:
@@ -99,7 +79,7 @@ async def test_m3_a_resumed_sweep_remembers_which_cells_were_decided(tmp_path):
 )
 def test_m3_a_bad_stop_rule_is_a_spec_error_naming_file_line_and_field(tmp_path, rule, field):
     with pytest.raises(SpecError) as err:
-        write_spec(tmp_path, stop_early=rule)
+        stop_spec(tmp_path, stop_early=rule)
     # One line per problem, each FILE:LINE: FIELD (a misspelt key also lacks the real one).
     lines = str(err.value).splitlines()
     assert any("spec.yaml:" in line and f"stop_early.{field}:" in line for line in lines)

@@ -15,17 +15,13 @@ import pytest
 
 from harness.wire.transport import MemoryPipe, mcp_streams
 from runner.upstreams import BUILTIN_UPSTREAMS, real_rows, serve
-from tests.integration.proxy_fixture import proxied
+from tests.support.proxy_fixture import proxied
+from tests.support.reports import codes
 
 pytestmark = pytest.mark.anyio
 
 ACME = {"customer": "ACME GmbH", "amount": 129.5, "currency": "EUR", "idempotency_key": "k-1"}
 ALICE = {"guest": "Alice", "date": "2026-12-31", "nights": 2}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @dataclass
@@ -39,10 +35,6 @@ class Builtin:
     async def serve(self, reader: MemoryPipe, writer: MemoryPipe) -> None:
         async with mcp_streams(reader, writer) as (read, write):
             await serve(self.kind, self.db, read, write)
-
-
-def codes(items: list[dict[str, Any]]) -> list[str]:
-    return [x["code"] for x in items]
 
 
 @pytest.mark.parametrize("declared", [True, False], ids=["keys-honoured", "not-declared"])

@@ -23,8 +23,9 @@ import pytest
 from runner.store import Store, StoreError, StoreOpenError, migrations
 from runner.store.merge import merge_stores
 from runner.store.opening import HARDENED
-from tests.runkit import BIN, cli_env
-from tests.storekit import (
+from tests.support.paths import BIN
+from tests.support.runkit import cli_env
+from tests.support.storekit import (
     fingerprint,
     foreign_database,
     hostile_store,

@@ -27,14 +27,11 @@ from harness.benchmark.agents import play_naive
 from harness.benchmark.output import ProgressLine
 from harness.benchmark.run import BENCHMARK_RETRY_AFTER_S, MAX_JITTER_MS
 from runner.cli import app
+from tests.support.reports import codes
 
 ALL = ["F1", "F2", "F3", "F4", "F5"]
 # B1, written out here rather than read from the agents, so a changed expectation shows up.
 NAIVE_EXPECTED = {"F1": "FAIL", "F2": "FAIL", "F3": "PASS", "F4": "FAIL", "F5": "PASS"}
-
-
-def codes(items):
-    return [x["code"] for x in items]
 
 
 @pytest.fixture

@@ -115,7 +115,7 @@ def test_h2_the_plan_applies_each_scenario_as_its_class_says(name: str) -> None:
 
 
 def test_h2_a_spec_with_an_http_only_fault_needs_an_http_agent(tmp_path) -> None:
-    from tests.unit.test_spec import fault_flags, load_error, spec_text, write
+    from tests.support.specs import fault_flags, load_error, spec_text, write
 
     stdio = write(tmp_path, spec_text(scenarios="\n  - F1\n  - F7"))
     assert "scenarios[1]: F7 exists only over HTTP: set proxy.agent: http" in load_error(stdio)

@@ -6,7 +6,7 @@ import pytest
 
 from harness.benchmark.simulate import SimulatedSession
 from harness.judge.similar import similar
-from tests.judgekit import judged
+from tests.support.reports import judged
 
 ZWSP, SOFT_HYPHEN, LRM, VS16 = "\u200b", "\u00ad", "\u200e", "\ufe0f"
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from harness.benchmark.simulate import SimulatedSession
-from tests.judgekit import codes, finding, judged
+from tests.support.reports import codes, finding, judged
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}
 OTHER = {"guest": "Bob", "date": "2026-12-02"}

@@ -7,7 +7,7 @@ are the ground truth: a same-key repeat it replays is not a second booking.
 import pytest
 
 from harness.benchmark.simulate import SimulatedSession
-from tests.judgekit import codes, finding, judged
+from tests.support.reports import codes, finding, judged
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}
 

@@ -6,7 +6,7 @@ upstream, its answer is held, and the agent's repeat comes in before or after it
 
 from harness.benchmark.simulate import SimulatedSession
 from harness.events import AnswerSent, FaultApplied, SessionStarted
-from tests.judgekit import codes, finding, judged
+from tests.support.reports import codes, finding, judged
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 import socket
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -190,14 +188,6 @@ def test_v1_same_file_sees_symlinks_and_hard_links(tmp_path):
     assert same_file(resolve(a), resolve(hard))
     assert not same_file(resolve(a), resolve(other))
     assert same_file(resolve(other), resolve(tmp_path / "." / "b.json"))
-
-
-def test_v1_dash_is_standard_output(tmp_path):
-    code = "from harness.base.outfile import write_file; write_file('-', '# report\\n')"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60,
-                          cwd=tmp_path)
-    assert done.returncode == 0 and done.stdout == b"# report\n"
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_v1_a_missing_folder_is_one_line_when_folders_are_not_made(tmp_path):

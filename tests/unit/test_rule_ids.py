@@ -9,7 +9,8 @@ import tokenize
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 SCANNED = ("harness", "runner", "tests", "bench")
 
 # A rule of the rulebook: a list item that opens with its id in bold, `- **J9.** ...`.

@@ -160,11 +160,6 @@ class Chat:
         self.messages.append({"role": "user", "content": text})
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(autouse=True, scope="module")
 def _registered() -> None:
     register_scripted_provider()

@@ -6,39 +6,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from runner.spec import FrozenDict, SpecError, load_spec
+from runner.spec import FrozenDict, load_spec
+from tests.support.specs import fault_flags, load_error, spec_text, write
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 MARK = "# <-"  # marks the line an error must name
-
-BLOCKS = {
-    "models": "[scripted/careful]",
-    "prompts": "[{name: p, text: Be careful.}]",
-    "upstreams": "[{name: b, builtin: booking}]",
-    "conversations": '[{name: c, user: "Book a room. guest: Al, date: 2026-12-01, nights: 1"}]',
-}
-
-
-def spec_text(**blocks: str | None) -> str:
-    """A valid spec with some top-level blocks replaced (None drops one, new keys are added)."""
-    merged = {**BLOCKS, **blocks}
-    lines = []
-    for key, value in merged.items():
-        if value is not None:
-            lines.append(f"{key}:{value}" if value.startswith("\n") else f"{key}: {value}")
-    return "\n".join(lines) + "\n"
-
-
-def write(tmp_path: Path, text: str, name: str = "exp.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def load_error(path: Path) -> str:
-    with pytest.raises(SpecError) as info:
-        load_spec(path)
-    return str(info.value)
 
 
 # R2
@@ -108,26 +80,6 @@ def test_shorthands_expand_to_their_full_form(tmp_path):
 def test_conversation_alias_takes_a_list_too(tmp_path):
     text = spec_text(conversations=None, conversation="[{name: a, user: x}, {name: b, user: y}]")
     assert [c.name for c in load_spec(write(tmp_path, text)).conversations] == ["a", "b"]
-
-
-FAULT_FLAGS = ("--scenario", "--mode", "--error-rate", "--seed", "--retry-after", "--latency")
-
-
-def fault_flags(spec, tmp_path, label: str) -> tuple[str, ...]:
-    """X1: the fault flags the runner starts the proxy with for the scenario `label` (the
-    proxy's own proxy_argv of the run's plan); a chaos seed the run chose shows as RUN_SEED."""
-    from harness.proxy import proxy_argv
-    from runner.execute.run import proxy_target
-    from runner.matrix import expand
-
-    cell = next(c for c in expand(spec) if c.labels["scenario"] == label)
-    argv = proxy_argv(proxy_target(cell, spec, tmp_path).proxy_config(None, None))
-    flags = [(a, b) for a, b in zip(argv, argv[1:], strict=False) if a in FAULT_FLAGS]
-    return tuple(
-        part
-        for flag, value in flags
-        for part in (flag, "RUN_SEED" if flag == "--seed" and value == str(cell.seed) else value)
-    )
 
 
 # R2 X1

@@ -11,8 +11,6 @@ never asserted.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -25,8 +23,8 @@ from runner.matrix import expand
 from runner.spec import SpecError, load_spec
 from runner.spec._experiment import DEFAULT_MAX_MATRIX_RUNS
 from runner.spec._load import MAX_ALIAS_NODES
+from tests.support.specs import bomb_text, huge_spec, write
 
-BIN = Path(sys.executable).parent / "agent-harness"
 CEILING_MB = 50  # generous: the refusals below allocate well under 5 MB
 
 TAIL = """\
@@ -34,38 +32,6 @@ prompts: [{name: p, text: You book rooms.}]
 upstreams: [{name: booking, builtin: booking}]
 conversations: [{name: c, user: Please book a room.}]
 """
-
-SHORT_TAIL = """\
-prompts: [{name: p, text: hi}]
-upstreams: [{name: b, builtin: booking}]
-conversations: [{name: c, user: hi}]
-"""
-
-# The billion laughs in a model's `params`: nine levels of nine aliases, 9**9 strings.
-BOMB_HEAD = """\
-name: bomb
-models:
-  - name: scripted/careful
-    params:
-      extra_body:
-        a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
-        b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-        c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-        d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-        e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-        f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-        g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-        h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
-        i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
-"""
-
-
-def bomb_text(size: int = 629) -> str:
-    """The bomb, padded with a comment to the issue's 629 bytes."""
-    text = BOMB_HEAD + SHORT_TAIL
-    pad = size - len(text.encode()) - len("#\n")
-    assert pad >= 0
-    return text + "#" + "x" * pad + "\n"
 
 
 def measured(action: Callable[[], Any]) -> tuple[BaseException | None, float, float]:
@@ -83,12 +49,6 @@ def measured(action: Callable[[], Any]) -> tuple[BaseException | None, float, fl
     return raised, peak, seconds
 
 
-def write(tmp_path: Path, text: str, name: str = "exp.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text)
-    return path
-
-
 def test_v13_a_629_byte_alias_bomb_in_model_params_fails_fast_with_file_line(tmp_path: Path):
     text = bomb_text()
     assert len(text.encode()) == 629
@@ -102,14 +62,6 @@ def test_v13_a_629_byte_alias_bomb_in_model_params_fails_fast_with_file_line(tmp
     assert message.startswith(f"{path}:{line}: YAML aliases expand to more than")
     assert "\n" not in message
     assert peak < CEILING_MB, f"{peak:.1f} MB"
-
-
-def test_v13_the_bomb_is_one_line_from_the_command_too(tmp_path: Path):
-    path = write(tmp_path, bomb_text())
-    done = subprocess.run([str(BIN), "run", str(path), "--dry-run"], capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
-    assert done.returncode == 1
-    assert done.stderr.count("\n") == 1 and "alias bomb" in done.stderr, done.stderr
 
 
 def test_v13_a_recursive_alias_is_refused_at_its_line(tmp_path: Path):
@@ -168,16 +120,6 @@ def test_v13_the_alias_budget_counts_what_the_aliases_stand_for(tmp_path: Path):
         load_spec(write(tmp_path, spec_with(999, MAX_ALIAS_NODES // 1000 + 1)))
 
 
-def huge_spec(models: int = 100, prompts: int = 100, runs: int = 10_000, extra: str = "") -> str:
-    lines = ["name: huge", "models:"]
-    lines += [f"  - {{name: scripted/careful, label: m{i}, params: {{max_tokens: {i + 1}}}}}"
-              for i in range(models)]  # fmt: skip
-    lines += ["prompts:"] + [f"  - {{name: p{i}, text: prompt {i}}}" for i in range(prompts)]
-    lines += ["upstreams: [{name: booking, builtin: booking}]",
-              "conversations: [{name: c, user: Please book a room.}]", f"runs: {runs}", extra]  # fmt: skip
-    return "\n".join(lines) + "\n"
-
-
 def test_v13_a_matrix_of_100_million_runs_is_refused_before_a_run_is_built(tmp_path: Path):
     path = write(tmp_path, huge_spec())
     raised, peak, seconds = measured(lambda: expand(load_spec(path)))
@@ -191,15 +133,6 @@ def test_v13_a_matrix_of_100_million_runs_is_refused_before_a_run_is_built(tmp_p
         "smaller, or raise limits.max_matrix_runs"
     )
     assert peak < CEILING_MB, f"{peak:.1f} MB"
-
-
-def test_v13_dry_run_of_the_huge_spec_is_that_one_line(tmp_path: Path):
-    path = write(tmp_path, huge_spec())
-    done = subprocess.run([str(BIN), "run", str(path), "--dry-run"], capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
-    assert done.returncode == 1
-    assert done.stderr.count("\n") == 1 and "100,000,000 runs" in done.stderr, done.stderr
-    assert done.stdout == ""
 
 
 def test_v13_limits_max_matrix_runs_sets_the_cap(tmp_path: Path):
@@ -228,40 +161,3 @@ def test_v13_expand_refuses_an_oversized_spec_built_in_code():
         expand(bigger)
 
 
-ENV_SPEC = """\
-name: keys
-models:
-  - name: openai/gpt-4o
-    params: {api_key: os.environ/AH_TEST_UNSET_KEY}
-  - scripted/careful
-prompts: [{name: p, text: You book rooms.}]
-upstreams: [{name: booking, builtin: booking}]
-conversations: [{name: c, user: Please book a room.}]
-"""
-
-
-def run_cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    import os
-
-    environ = {k: v for k, v in os.environ.items() if k != "AH_TEST_UNSET_KEY"}
-    return subprocess.run([str(BIN), *args], cwd=cwd, env={**environ, **env},
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
-
-
-def test_v13_an_unset_environment_reference_fails_dry_run_and_run_before_any_run(
-    tmp_path: Path,
-):
-    write(tmp_path, ENV_SPEC, "keys.yaml")
-    expected = (
-        "agent-harness run: error: keys.yaml: model openai/gpt-4o: params.api_key names the "
-        "environment variable AH_TEST_UNSET_KEY (os.environ/AH_TEST_UNSET_KEY), which is not set\n"
-    )
-    dry = run_cli(tmp_path, "run", "keys.yaml", "--dry-run")
-    assert (dry.returncode, dry.stderr, dry.stdout) == (1, expected, "")
-    real = run_cli(tmp_path, "run", "keys.yaml", "--db", "runs.duckdb")
-    assert (real.returncode, real.stderr) == (1, expected)
-    assert not (tmp_path / "runs.duckdb").exists()  # no run started
-    # Set, or the model left out of the selection: the dry run lists the matrix.
-    assert run_cli(tmp_path, "run", "keys.yaml", "--dry-run", AH_TEST_UNSET_KEY="x").returncode == 0
-    only = run_cli(tmp_path, "run", "keys.yaml", "--dry-run", "--only", "model=scripted/*")
-    assert only.returncode == 0, only.stderr

@@ -6,8 +6,6 @@ installed litellm's source, and a test checks that they equal what litellm itsel
 """
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,23 +18,7 @@ from runner.spec._providers import (
     read_by_import,
     registered_providers,
 )
-
-REPO = Path(__file__).resolve().parents[2]
-
-SPEC = """\
-name: t
-models:
-{models}
-prompts: [{{name: p, text: Be careful.}}]
-upstreams: [{{name: b, builtin: booking}}]
-conversations: [{{name: c, user: "Book a room. guest: Al, date: 2026-12-01, nights: 1"}}]
-"""
-
-
-def write(tmp_path: Path, models: str) -> Path:
-    path = tmp_path / "exp.yaml"
-    path.write_text(SPEC.format(models=models), encoding="utf-8")
-    return path
+from tests.support.specs import write_models
 
 
 def error_of(path: Path) -> str:
@@ -53,28 +35,15 @@ def test_l2_provider_names_read_from_source_equal_litellms_own_list():
     assert {"openai", "anthropic", "ollama_chat", "scripted"} <= known_providers()
 
 
-def test_l2_reading_a_spec_does_not_import_litellm(tmp_path):
-    path = write(tmp_path, "  - name: openai/smollm2\n    params: {api_base: http://x/v1}")
-    code = (
-        "import sys; from runner.spec import load_spec; "
-        f"load_spec({str(path)!r}); print('litellm' in sys.modules)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "False"
-
-
 def test_l2_a_provider_typo_fails_at_load_with_file_line_and_a_suggestion(tmp_path):
-    path = write(tmp_path, "  - scripted/careful\n  - name: opnai/smollm2\n    label: small")
+    path = write_models(tmp_path, "  - scripted/careful\n  - name: opnai/smollm2\n    label: small")
     assert error_of(path) == (
         f"{path}:4: models[1].name: unknown litellm provider 'opnai' (did you mean 'openai'?)"
     )
 
 
 def test_l2_a_custom_llm_provider_is_checked_too(tmp_path):
-    path = write(tmp_path, "  - name: smollm2\n    params: {custom_llm_provider: zzzz}")
+    path = write_models(tmp_path, "  - name: smollm2\n    params: {custom_llm_provider: zzzz}")
     message = error_of(path)
     assert message.startswith(f"{path}:4: models[0].params.custom_llm_provider: ")
     assert "unknown litellm provider 'zzzz'" in message and "openai/NAME" in message
@@ -84,35 +53,24 @@ def test_l2_a_custom_llm_provider_is_checked_too(tmp_path):
     "name", ["openai/smollm2", "ollama_chat/qwen3:14b", "anthropic/claude-haiku-4-5", "gpt-4o"]
 )
 def test_l2_known_providers_and_bare_names_load(tmp_path, name):
-    assert load_spec(write(tmp_path, f"  - {name}")).models[0].name == name
-
-
-def test_l2_dry_run_names_the_provider_typo(tmp_path):
-    path = write(tmp_path, "  - opnai/smollm2")
-    exe = Path(sys.executable).parent / "agent-harness"
-    done = subprocess.run(
-        [str(exe), "run", str(path), "--dry-run"], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 1
-    assert f"{path}:3: models[0].name: unknown litellm provider 'opnai'" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert load_spec(write_models(tmp_path, f"  - {name}")).models[0].name == name
 
 
 @pytest.mark.parametrize("key", ["max_retries", "num_retries"])
 def test_l2_retries_of_the_client_are_the_runners_and_not_a_spec_parameter(tmp_path, key):
-    path = write(tmp_path, f"  - name: openai/gpt-4o-mini\n    params: {{{key}: 3}}")
+    path = write_models(tmp_path, f"  - name: openai/gpt-4o-mini\n    params: {{{key}: 3}}")
     assert f"models[0].params.{key}: not allowed in a spec" in error_of(path)
     assert "retry:" in error_of(path)
 
 
 def test_l2_a_model_timeout_parameter_is_allowed(tmp_path):
     # It shortens the runner's per-call deadline (tests/integration/test_provider_errors.py).
-    spec = load_spec(write(tmp_path, "  - name: openai/gpt-4o-mini\n    params: {timeout: 30}"))
+    spec = load_spec(write_models(tmp_path, "  - name: openai/gpt-4o-mini\n    params: {timeout: 30}"))
     assert spec.models[0].params.timeout == 30
 
 
 def test_v3_api_key_as_an_environment_reference_loads_and_keeps_the_reference(tmp_path):
-    path = write(tmp_path, "  - name: openai/x\n    params: {api_key: os.environ/LOCAL_KEY}")
+    path = write_models(tmp_path, "  - name: openai/x\n    params: {api_key: os.environ/LOCAL_KEY}")
     spec = load_spec(path)
     assert spec.models[0].params.as_kwargs()["api_key"] == "os.environ/LOCAL_KEY"
     assert "LOCAL_KEY" not in os.environ  # loading never needs the variable, calling does
@@ -126,14 +84,14 @@ def test_v3_api_key_as_an_environment_reference_loads_and_keeps_the_reference(tm
     ],
 )
 def test_v3_a_literal_key_or_a_broken_reference_is_refused(tmp_path, value, says):
-    path = write(tmp_path, f"  - name: openai/x\n    params: {{api_key: {value}}}")
+    path = write_models(tmp_path, f"  - name: openai/x\n    params: {{api_key: {value}}}")
     message = error_of(path)
     assert message.startswith(f"{path}:4: models[0].params.api_key: ") and says in message
     assert "sk-live-123" not in message  # an error message does not repeat a secret
 
 
 def test_l2_the_honesty_judges_provider_is_checked_too(tmp_path):
-    path = write(tmp_path, "  - scripted/careful")
+    path = write_models(tmp_path, "  - scripted/careful")
     path.write_text(path.read_text() + "honesty: {judge: opnai/gpt-4o-mini}\n", encoding="utf-8")
     assert "honesty.judge: unknown litellm provider 'opnai' (did you mean 'openai'?)" in error_of(
         path

@@ -2,68 +2,22 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import textwrap
-from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
+from datetime import datetime, timedelta, timezone
 
 import duckdb
 import pytest
 
 from runner.records import (
-    DuplicateRow,
-    FindingRow,
-    OperationRow,
-    PatchRow,
-    RunRecord,
     TranscriptEntry,
 )
 from runner.store import (
-    CHILD_TABLES,
     SchemaVersionError,
     Store,
     StoreError,
     StoreOpenError,
     migrations,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
-T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-
-
-def make_run(run_id: str, **fields) -> RunRecord:
-    """A finished run with one of every child row; fields override."""
-    base = dict(
-        run_id=run_id, experiment="exp", cell_id="cell-1", repetition=0, model="m",
-        prompt="p", patch_arm="none", upstream="booking", scenario="F1",
-        conversation="no follow-up", status="ok", verdict="FAIL", duplicate_found=True,
-        real_duplicate=True, agreement="agrees", score_overall=40, started_at=T0, finished_at=T0,
-        harness_version="0.1.0", report_json='{"verdict": "FAIL"}',
-        operations=[OperationRow(index=0, tool="book", arguments_json="{}", attempts=2,
-                                 executions=2, failed_attempts=1, outcome="executed",
-                                 real_rows=2)],
-        findings=[
-            FindingRow(kind="observation", code="UNVERIFIED_AFTER_TIMEOUT"),
-            FindingRow(kind="violation", code="DUPLICATE_EXECUTION", tool="book",
-                       operation_index=0, detail_json='{"duplicate": {"keyUse": "no_key"}}'),
-        ],
-        patches=[PatchRow(patch_id="GHOST_WRITE", severity="CRITICAL", trigger="1x",
-                          text="check first")],
-        transcript=[TranscriptEntry(idx=i, role="user", content=f"m{i}") for i in range(3)],
-        duplicates=[DuplicateRow(operation_index=0, tool="book", execution=2, seq=2, rpc_id="5",
-                                 tool_call_id="call_2_0", earlier_seq=1,
-                                 earlier_tool_call_id="call_1_0", attribution="replan",
-                                 reason="r")],
-    )
-    base.update(fields)
-    return RunRecord(**base)
-
-
-def child_counts(store: Store) -> dict[str, int]:
-    return {table: store.count(table) for table in ("runs", *CHILD_TABLES)}
+from tests.support.records import T0, child_counts, make_run
 
 
 @pytest.fixture
@@ -180,26 +134,6 @@ def test_an_unwritable_path_is_a_clear_error(tmp_path):  # R5
     # The parent "folder" is a regular file: no user, root included, can create the store.
     with pytest.raises(StoreOpenError, match="file is not a folder"):
         Store.open(blocker / "sub" / "runs.duckdb")
-
-
-@pytest.mark.parametrize("read_only", [False, True])
-def test_a_store_held_by_another_process_is_a_clear_error(tmp_path, read_only):  # R5
-    path = tmp_path / "runs.duckdb"
-    probe = textwrap.dedent(
-        f"""
-        import sys
-        sys.path.insert(0, {str(ROOT)!r})
-        from runner.store import Store, StoreOpenError
-        try:
-            Store.open({str(path)!r}, read_only={read_only})
-        except StoreOpenError as err:
-            print(err)
-        """
-    )
-    with Store.open(path):
-        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                             check=True, timeout=60)
-    assert "in use by another process" in out.stdout
 
 
 def test_read_only_open_of_a_missing_file_does_not_create_it(tmp_path):
@@ -357,47 +291,4 @@ def test_patch_texts_lists_distinct_texts_per_patched_arm(store):
 
 # -- a killed writer -------------------------------------------------------------------------
 
-_WRITER = textwrap.dedent(
-    """
-    import sys
-    sys.path[:0] = [{root!r}, {tests!r}]
-    from test_store import make_run
-    from runner.store import Store
-    store = Store.open(sys.argv[1])
-    i = 0
-    while True:
-        store.save_run(make_run(f"r{{i:05d}}"))
-        print(f"r{{i:05d}}", flush=True)
-        i += 1
-    """
-)
 
-
-@pytest.mark.slow
-def test_a_killed_writer_loses_at_most_the_run_in_flight(tmp_path):  # R5
-    script = tmp_path / "writer.py"
-    script.write_text(_WRITER.format(root=str(ROOT), tests=str(Path(__file__).parent)))
-    db = tmp_path / "runs.duckdb"
-    proc = subprocess.Popen([sys.executable, str(script), str(db)], stdout=subprocess.PIPE,
-                            text=True)
-    committed = []
-    try:
-        assert proc.stdout is not None
-        while len(committed) < 25:
-            line = proc.stdout.readline()
-            assert line, "the writer ended early"
-            committed.append(line.strip())
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    # Lines the writer printed before it died: each was committed before it was printed.
-    committed += proc.stdout.read().split()
-    with Store.open(db) as store:
-        stored = store.finished_run_ids("exp")
-        assert set(committed) <= stored
-        # At most one run was committed but not yet reported when the kill came.
-        assert len(stored) <= len(committed) + 1
-        # Every stored run is whole: no run without its children.
-        counts = child_counts(store)
-        assert counts["transcripts"] == 3 * counts["runs"]
-        assert counts["operations"] == counts["runs"] == counts["patches"]

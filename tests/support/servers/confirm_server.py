@@ -3,7 +3,7 @@ first: on 2026-07-28 the SDK answers the first `tools/call` with an `InputRequir
 runs the tool when the client re-issues the call with the confirmation (multi round-trip
 requests, issue 21 item 5).
 
-Run: python tests/e2e/servers/confirm_server.py --ledger PATH
+Run: python tests/support/servers/confirm_server.py --ledger PATH
 
 `charge_card` appends one JSON line to PATH per charge it really made (flushed before it
 answers): the ground truth. Standalone: it imports only the SDK and the standard library.

@@ -4,13 +4,23 @@ a run store, and a small scripted sweep."""
 from __future__ import annotations
 
 import os
-import sys
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-BIN = Path(sys.executable).parent / "agent-harness"  # the console script `make setup` installs
+from tests.support.paths import BIN
+
+CLI_TIMEOUT_S = 240  # one `agent-harness run` of a small experiment, real subprocesses
+E2E_LIMITS = {"run_timeout_s": 120}  # a spec's limits where every run starts real processes
+
+
+def cli(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """The installed command with `args` in `cwd`, its output captured as text."""
+    return subprocess.run(
+        [str(BIN), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def cli_env() -> dict[str, str]:

@@ -1,6 +1,6 @@
 """A stdio MCP server for end-to-end tests that records every tool call it really executed.
 
-Run: python tests/e2e/servers/counting_server.py --ground-truth PATH [options]
+Run: python tests/support/servers/counting_server.py --ground-truth PATH [options]
 (over stdio; with --http HOST:PORT over the SDK's streamable HTTP transport instead)
 
 Each executed call appends one JSON line to PATH (`tool`, `arguments`, `ts`, `pid`, plus
@@ -126,11 +126,22 @@ class CountingServer:
         self.tools: dict[str, tuple[types.Tool, Handler]] = {}
         self._declare_tools()
 
-    def _tool(self, name: str, description: str, schema: dict[str, Any], handler: Handler,
-              annotations: types.ToolAnnotations | None = None,
-              output_schema: dict[str, Any] | None = None) -> None:
-        tool = types.Tool(name=name, description=description, input_schema=schema,
-                          annotations=annotations, output_schema=output_schema)
+    def _tool(
+        self,
+        name: str,
+        description: str,
+        schema: dict[str, Any],
+        handler: Handler,
+        annotations: types.ToolAnnotations | None = None,
+        output_schema: dict[str, Any] | None = None,
+    ) -> None:
+        tool = types.Tool(
+            name=name,
+            description=description,
+            input_schema=schema,
+            annotations=annotations,
+            output_schema=output_schema,
+        )
         self.tools[name] = (tool, handler)
 
     def _declare_tools(self) -> None:
@@ -139,44 +150,85 @@ class CountingServer:
         booking["required"] = ["guest", "date"]
         item = _schema(item="string")
         self._tool("create_booking", "Create a booking.", booking, self.create_booking)
-        self._tool("apply_discount", "Apply a discount to a booking.",
-                   _schema(booking_id="string", percent="number"), self.apply_discount, WRITE)
-        self._tool("search_bookings", "Search executed bookings by guest and/or date.",
-                   _schema(guest="string", date="string"), self.search_bookings)
-        self._tool("get_booking", "Get one booking by id.", _schema(booking_id="string"),
-                   self.get_booking, READ)
-        self._tool("sync_ledger", "Synchronise the ledger.", _schema(note="string"),
-                   self.sync_ledger)
-        self._tool("reject_write", "A write the server always rejects.", item,
-                   self.reject_write, types.ToolAnnotations(read_only_hint=False,
-                                                            destructive_hint=True))
-        self._tool("fail_rpc", "A write that fails with a JSON-RPC error.", item,
-                   self.fail_rpc, WRITE)
+        self._tool(
+            "apply_discount",
+            "Apply a discount to a booking.",
+            _schema(booking_id="string", percent="number"),
+            self.apply_discount,
+            WRITE,
+        )
+        self._tool(
+            "search_bookings",
+            "Search executed bookings by guest and/or date.",
+            _schema(guest="string", date="string"),
+            self.search_bookings,
+        )
+        self._tool(
+            "get_booking",
+            "Get one booking by id.",
+            _schema(booking_id="string"),
+            self.get_booking,
+            READ,
+        )
+        self._tool(
+            "sync_ledger", "Synchronise the ledger.", _schema(note="string"), self.sync_ledger
+        )
+        self._tool(
+            "reject_write",
+            "A write the server always rejects.",
+            item,
+            self.reject_write,
+            types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
+        )
+        self._tool(
+            "fail_rpc", "A write that fails with a JSON-RPC error.", item, self.fail_rpc, WRITE
+        )
         self._tool("slow_write", "A write that answers slowly.", item, self.slow_write, WRITE)
-        self._tool("crash_write", "A write that crashes the server after executing.", item,
-                   self.crash_write, WRITE)
-        self._tool("big_answer", "A write with a very large answer.", item, self.big_answer,
-                   WRITE)
-        self._tool("create_note", "Create a note (wrongly annotated as read-only).",
-                   _schema(text="string"), self.create_note, READ)
-        self._tool("payments__process_payment", "Charge a payment.",
-                   _schema(customer="string", amount="number"), self.process_payment)
-        self._tool("structured", "Answers with structuredContent and _meta.",
-                   _schema(value="string"), self.structured, READ,
-                   output_schema={
-                       "type": "object",
-                       "properties": {"value": {"type": "string"}, "count": {"type": "integer"}},
-                       "required": ["value", "count"],
-                   })
+        self._tool(
+            "crash_write",
+            "A write that crashes the server after executing.",
+            item,
+            self.crash_write,
+            WRITE,
+        )
+        self._tool("big_answer", "A write with a very large answer.", item, self.big_answer, WRITE)
+        self._tool(
+            "create_note",
+            "Create a note (wrongly annotated as read-only).",
+            _schema(text="string"),
+            self.create_note,
+            READ,
+        )
+        self._tool(
+            "payments__process_payment",
+            "Charge a payment.",
+            _schema(customer="string", amount="number"),
+            self.process_payment,
+        )
+        self._tool(
+            "structured",
+            "Answers with structuredContent and _meta.",
+            _schema(value="string"),
+            self.structured,
+            READ,
+            output_schema={
+                "type": "object",
+                "properties": {"value": {"type": "string"}, "count": {"type": "integer"}},
+                "required": ["value", "count"],
+            },
+        )
 
     # -- tools ----------------------------------------------------------------------------
 
     async def create_booking(self, ctx: ServerRequestContext[Any], args: dict[str, Any]):
         booking_id = "BK-" + uuid.uuid4().hex[:8].upper()
-        self.truth.record("create_booking", args, booking_id=booking_id,
-                          room_type=args.get("room_type", "standard"))
-        return _ok({"booking_id": booking_id, "guest": args.get("guest"),
-                    "date": args.get("date")})
+        self.truth.record(
+            "create_booking",
+            args,
+            booking_id=booking_id,
+            room_type=args.get("room_type", "standard"),
+        )
+        return _ok({"booking_id": booking_id, "guest": args.get("guest"), "date": args.get("date")})
 
     async def create_note(self, ctx: ServerRequestContext[Any], args: dict[str, Any]):
         self.truth.record("create_note", args)
@@ -200,7 +252,8 @@ class CountingServer:
     async def search_bookings(self, ctx: ServerRequestContext[Any], args: dict[str, Any]):
         self.truth.record("search_bookings", args)
         found = [
-            b for b in self._bookings()
+            b
+            for b in self._bookings()
             if all(b.get(k) == args[k] for k in ("guest", "date") if k in args)
         ]
         return _ok({"bookings": found, "count": len(found)})
@@ -217,7 +270,9 @@ class CountingServer:
     async def sync_ledger(self, ctx: ServerRequestContext[Any], args: dict[str, Any]):
         self.truth.record("sync_ledger", args)
         await ctx.session.send_log_message(
-            level="info", data={"event": "ledger synced"}, logger="counting_server",
+            level="info",
+            data={"event": "ledger synced"},
+            logger="counting_server",
             related_request_id=ctx.request_id,
         )
         return _ok({"synced": True})
@@ -259,8 +314,9 @@ class CountingServer:
 
     # -- MCP wiring -----------------------------------------------------------------------
 
-    async def on_list_tools(self, ctx: ServerRequestContext[Any],
-                            params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def on_list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         tools = [tool for tool, _ in self.tools.values()]
         size = self.opts.page_size
         if size <= 0:
@@ -274,50 +330,81 @@ class CountingServer:
         next_cursor = str(end) if end < len(tools) else None
         return types.ListToolsResult(tools=tools[start:end], next_cursor=next_cursor)
 
-    async def on_call_tool(self, ctx: ServerRequestContext[Any],
-                           params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def on_call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         entry = self.tools.get(params.name)
         if entry is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool {params.name!r}")
         return await entry[1](ctx, params.arguments or {})
 
-    async def on_list_resources(self, ctx: ServerRequestContext[Any],
-                                params: types.PaginatedRequestParams | None):
-        return types.ListResourcesResult(resources=[types.Resource(
-            uri=RESOURCE_URI, name="executions", mime_type="application/json",
-            description="Every tool call this server executed.",
-        )])
+    async def on_list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ):
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=RESOURCE_URI,
+                    name="executions",
+                    mime_type="application/json",
+                    description="Every tool call this server executed.",
+                )
+            ]
+        )
 
-    async def on_read_resource(self, ctx: ServerRequestContext[Any],
-                               params: types.ReadResourceRequestParams):
+    async def on_read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ):
         if str(params.uri) != RESOURCE_URI:
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {params.uri}")
         text = json.dumps(self.truth.executions())
-        return types.ReadResourceResult(contents=[types.TextResourceContents(
-            uri=RESOURCE_URI, mime_type="application/json", text=text)])
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=RESOURCE_URI, mime_type="application/json", text=text
+                )
+            ]
+        )
 
-    async def on_list_prompts(self, ctx: ServerRequestContext[Any],
-                              params: types.PaginatedRequestParams | None):
-        return types.ListPromptsResult(prompts=[types.Prompt(
-            name="booking_request", description="Ask for a booking.",
-            arguments=[types.PromptArgument(name="guest", required=True)],
-        )])
+    async def on_list_prompts(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ):
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name="booking_request",
+                    description="Ask for a booking.",
+                    arguments=[types.PromptArgument(name="guest", required=True)],
+                )
+            ]
+        )
 
-    async def on_get_prompt(self, ctx: ServerRequestContext[Any],
-                            params: types.GetPromptRequestParams):
+    async def on_get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ):
         if params.name != "booking_request":
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown prompt {params.name!r}")
         guest = (params.arguments or {}).get("guest", "a guest")
-        return types.GetPromptResult(messages=[types.PromptMessage(
-            role="user", content=types.TextContent(text=f"Please book a room for {guest}."))])
+        return types.GetPromptResult(
+            messages=[
+                types.PromptMessage(
+                    role="user", content=types.TextContent(text=f"Please book a room for {guest}.")
+                )
+            ]
+        )
 
     def server(self) -> Server[Any]:
         """The mcp lowlevel server with every handler wired."""
         return Server(
-            "counting-server", version="1.0.0", instructions=self.opts.instructions,
-            on_list_tools=self.on_list_tools, on_call_tool=self.on_call_tool,
-            on_list_resources=self.on_list_resources, on_read_resource=self.on_read_resource,
-            on_list_prompts=self.on_list_prompts, on_get_prompt=self.on_get_prompt,
+            "counting-server",
+            version="1.0.0",
+            instructions=self.opts.instructions,
+            on_list_tools=self.on_list_tools,
+            on_call_tool=self.on_call_tool,
+            on_list_resources=self.on_list_resources,
+            on_read_resource=self.on_read_resource,
+            on_list_prompts=self.on_list_prompts,
+            on_get_prompt=self.on_get_prompt,
         )
 
 
@@ -329,34 +416,63 @@ def parse(argv: list[str] | None = None) -> Options:
     p.add_argument("--instructions", default=None, help="server instructions")
     p.add_argument("--stderr-noise", default=None, help="text printed to stderr at start")
     p.add_argument("--spawn-child", action="store_true", help="start a long-lived child process")
-    p.add_argument("--fail-after-write", action="store_true",
-                   help="fail_rpc records an execution before failing")
+    p.add_argument(
+        "--fail-after-write",
+        action="store_true",
+        help="fail_rpc records an execution before failing",
+    )
     p.add_argument("--slow-ms", type=int, default=1000, help="slow_write delay (ms)")
     p.add_argument("--big-bytes", type=int, default=1_000_000, help="big_answer size (bytes)")
-    p.add_argument("--no-fsync", action="store_true",
-                   help="flush without fsync (benchmarks only; a crash may lose lines)")
-    p.add_argument("--http", default=None, metavar="HOST:PORT",
-                   help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (port 0: "
-                        "any; the URL is printed on stderr as 'listening on URL')")
-    p.add_argument("--json-response", action="store_true",
-                   help="with --http: answer requests with plain JSON instead of SSE streams")
-    p.add_argument("--require-header", default=None, metavar="NAME:VALUE",
-                   help="with --http: answer 401 to any request without this header")
-    p.add_argument("--forget-session-after", type=int, default=0, metavar="N",
-                   help="with --http: after N POSTs in a session, answer 404 for its id (as a "
-                        "server whose session expired does); 0: never")
+    p.add_argument(
+        "--no-fsync",
+        action="store_true",
+        help="flush without fsync (benchmarks only; a crash may lose lines)",
+    )
+    p.add_argument(
+        "--http",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (port 0: "
+        "any; the URL is printed on stderr as 'listening on URL')",
+    )
+    p.add_argument(
+        "--json-response",
+        action="store_true",
+        help="with --http: answer requests with plain JSON instead of SSE streams",
+    )
+    p.add_argument(
+        "--require-header",
+        default=None,
+        metavar="NAME:VALUE",
+        help="with --http: answer 401 to any request without this header",
+    )
+    p.add_argument(
+        "--forget-session-after",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --http: after N POSTs in a session, answer 404 for its id (as a "
+        "server whose session expired does); 0: never",
+    )
     a = p.parse_args(argv)
     if a.page_size < 0 or a.slow_ms < 0 or a.big_bytes < 0:
         p.error("--page-size, --slow-ms and --big-bytes must not be negative")
     return Options(
-        ground_truth=a.ground_truth, page_size=a.page_size, instructions=a.instructions,
-        stderr_noise=a.stderr_noise, spawn_child=a.spawn_child,
-        fail_after_write=a.fail_after_write, slow_ms=a.slow_ms, big_bytes=a.big_bytes,
-        fsync=not a.no_fsync, json_response=a.json_response,
+        ground_truth=a.ground_truth,
+        page_size=a.page_size,
+        instructions=a.instructions,
+        stderr_noise=a.stderr_noise,
+        spawn_child=a.spawn_child,
+        fail_after_write=a.fail_after_write,
+        slow_ms=a.slow_ms,
+        big_bytes=a.big_bytes,
+        fsync=not a.no_fsync,
+        json_response=a.json_response,
         require_header=tuple(a.require_header.split(":", 1)) if a.require_header else None,
         forget_session_after=a.forget_session_after,
         http=(a.http.rpartition(":")[0] or "127.0.0.1", int(a.http.rpartition(":")[2]))
-        if a.http else None,
+        if a.http
+        else None,
     )
 
 
@@ -370,7 +486,9 @@ def main(argv: list[str] | None = None) -> None:
         # Same process group, own stdio: only a group kill ends it, never our own exit.
         child = subprocess.Popen(
             ["sleep", "1000"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         counting.truth.append({"child_pid": child.pid})
     server = counting.server()
@@ -393,8 +511,13 @@ class _RequireHeader:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and (self.name, self.value) not in scope["headers"]:
-            await send({"type": "http.response.start", "status": 401,
-                        "headers": [(b"www-authenticate", b"Bearer")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [(b"www-authenticate", b"Bearer")],
+                }
+            )
             await send({"type": "http.response.body", "body": b""})
             return
         await self.app(scope, receive, send)
@@ -414,8 +537,13 @@ class _ForgetSessions:
                 self.posts[sid] = self.posts.get(sid, 0) + 1
             if self.posts.get(sid, 0) > self.after:
                 body = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}'
-                await send({"type": "http.response.start", "status": 404,
-                            "headers": [(b"content-type", b"application/json")]})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 404,
+                        "headers": [(b"content-type", b"application/json")],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)

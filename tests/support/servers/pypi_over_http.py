@@ -1,6 +1,6 @@
 """mcp-server-git (PyPI) over the MCP SDK's streamable HTTP transport, for the e2e tests.
 
-Run: python tests/e2e/servers/pypi_over_http.py --repository R [--host 127.0.0.1] [--port 0]
+Run: python tests/support/servers/pypi_over_http.py --repository R [--host 127.0.0.1] [--port 0]
 
 mcp-server-git speaks only stdio. This serves the package's OWN server object
 (`mcp_server_git.server.create_server`: its tools, schemas, guards and middleware, nothing

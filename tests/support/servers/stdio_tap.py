@@ -1,6 +1,6 @@
 """A recording stdio relay: what a stdio MCP server really received and sent, as exact bytes.
 
-Run: python tests/e2e/servers/stdio_tap.py RECORD -- COMMAND [ARG...]
+Run: python tests/support/servers/stdio_tap.py RECORD -- COMMAND [ARG...]
 
 Starts COMMAND with pipes for stdin and stdout (stderr is inherited) and relays lines both
 ways unchanged. Every line that went to the server is appended to RECORD.in, every line that

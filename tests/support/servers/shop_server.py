@@ -1,7 +1,7 @@
 """A stdio MCP server on the official SDK (MCPServer) whose state is a SQLite file: the ground
 truth of the effects tests (E2-E4, tests/e2e/test_effects_real_servers.py).
 
-Run: python tests/e2e/servers/shop_server.py --db PATH
+Run: python tests/support/servers/shop_server.py --db PATH
 
 Its tools are shapes real servers have, each one of the issue's false alarms or passes:
 

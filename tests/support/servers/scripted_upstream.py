@@ -50,17 +50,25 @@ def main() -> None:
         rpc_id, method = message["id"], message["method"]
         params = message.get("params") or {}
         if method == "initialize":
-            result = {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                      "capabilities": {"tools": {"listChanged": True}},
-                      "serverInfo": {"name": "scripted-upstream", "version": "0"}}
+            result = {
+                "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                "capabilities": {"tools": {"listChanged": True}},
+                "serverInfo": {"name": "scripted-upstream", "version": "0"},
+            }
         elif method == "tools/list":
             body = {"jsonrpc": "2.0", "id": rpc_id, "result": {"tools": script["tools"]}}
             send([body] if script.get("list") == "batch" else body)
             continue
         elif method == "tools/call":
             name = params.get("name")
-            line = json.dumps({"pid": os.getpid(), "tool": name, "id": rpc_id,
-                               "arguments": params.get("arguments")})
+            line = json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "tool": name,
+                    "id": rpc_id,
+                    "arguments": params.get("arguments"),
+                }
+            )
             truth.write(line.encode("utf-8", "backslashreplace").decode() + "\n")
             truth.flush()
             actions = script.get("calls", {}).get(name) or [{"result": {"content": []}}]

@@ -3,7 +3,7 @@ the record of both ends of a conversation.
 
 The client writes the bytes itself (no SDK between the test and the wire), so the conversation
 sent is the same byte for byte whether it goes to a server directly or through the proxy. A
-recording relay (tests/e2e/servers/stdio_tap.py) in front of the server keeps what the server
+recording relay (tests/support/servers/stdio_tap.py) in front of the server keeps what the server
 really received and sent, in both runs at the same place of the wire.
 """
 
@@ -21,9 +21,10 @@ from typing import Any
 import anyio
 
 from harness.wire.transport import StreamLineReader, StreamLineWriter
-from tests.linetap import READ_LIMIT
+from tests.support.linetap import READ_LIMIT
+from tests.support.paths import SERVERS
 
-TAP = Path(__file__).parent / "servers" / "stdio_tap.py"
+TAP = SERVERS / "stdio_tap.py"
 WAIT_S = 30.0  # any single wait for a message; far above what the slowest step needs
 Found = Callable[[dict[str, Any]], bool]
 

@@ -34,7 +34,7 @@ from harness.proxy.args import ProxyConfig
 from harness.proxy.router import Proxy
 from harness.session import EventList, Session
 from harness.wire.transport import MemoryPipe, mcp_streams
-from tests.linetap import LineTap
+from tests.support.linetap import LineTap
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}
 SESSION_TIMEOUT_S = 20
@@ -70,35 +70,69 @@ def _tools() -> list[types.Tool]:
             description="Apply a discount to a booking.",
             input_schema=_schema(booking_id="string", percent="number"),
             annotations=types.ToolAnnotations(
-                read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                open_world_hint=True, title="Discount",
+                read_only_hint=False,
+                destructive_hint=False,
+                idempotent_hint=False,
+                open_world_hint=True,
+                title="Discount",
             ),
             _meta={"vendor/cost": 3, "vendor/tags": ["money", "write"]},
         ),
-        types.Tool(name="search_bookings", description="Search bookings by guest and date.",
-                   input_schema=_schema(guest="string", date="string")),
-        types.Tool(name="get_booking", description="Get a booking by id.",
-                   input_schema=_schema(booking_id="string"), annotations=READ),
-        types.Tool(name="sync_ledger", description="Synchronise the ledger.",
-                   input_schema=_schema(note="string")),
-        types.Tool(name="reject_write", description="A write the upstream always rejects.",
-                   input_schema=item, annotations=WRITE),
-        types.Tool(name="connect_account", description="Needs a URL elicitation first.",
-                   input_schema=_schema(account="string"), annotations=WRITE),
-        types.Tool(name="fail_rpc", description="Executes, then fails with a JSON-RPC error.",
-                   input_schema=item, annotations=WRITE),
-        types.Tool(name="hang_write", description="Executes, then answers only when released.",
-                   input_schema=item, annotations=WRITE),
-        types.Tool(name="confirm_charge",
-                   description="2026-07-28: asks for input first (MRTR), executes on the retry.",
-                   input_schema=item, annotations=WRITE),
+        types.Tool(
+            name="search_bookings",
+            description="Search bookings by guest and date.",
+            input_schema=_schema(guest="string", date="string"),
+        ),
+        types.Tool(
+            name="get_booking",
+            description="Get a booking by id.",
+            input_schema=_schema(booking_id="string"),
+            annotations=READ,
+        ),
+        types.Tool(
+            name="sync_ledger",
+            description="Synchronise the ledger.",
+            input_schema=_schema(note="string"),
+        ),
+        types.Tool(
+            name="reject_write",
+            description="A write the upstream always rejects.",
+            input_schema=item,
+            annotations=WRITE,
+        ),
+        types.Tool(
+            name="connect_account",
+            description="Needs a URL elicitation first.",
+            input_schema=_schema(account="string"),
+            annotations=WRITE,
+        ),
+        types.Tool(
+            name="fail_rpc",
+            description="Executes, then fails with a JSON-RPC error.",
+            input_schema=item,
+            annotations=WRITE,
+        ),
+        types.Tool(
+            name="hang_write",
+            description="Executes, then answers only when released.",
+            input_schema=item,
+            annotations=WRITE,
+        ),
+        types.Tool(
+            name="confirm_charge",
+            description="2026-07-28: asks for input first (MRTR), executes on the retry.",
+            input_schema=item,
+            annotations=WRITE,
+        ),
         types.Tool(
             name="structured",
             description="Answers with structuredContent and _meta.",
             input_schema={
                 "type": "object",
-                "properties": {"value": {"type": "string", "description": "ünïcödé ✓"},
-                               "nested": {"type": "object", "additionalProperties": True}},
+                "properties": {
+                    "value": {"type": "string", "description": "ünïcödé ✓"},
+                    "nested": {"type": "object", "additionalProperties": True},
+                },
                 "additionalProperties": False,
             },
             output_schema=OUTPUT_SCHEMA,
@@ -174,7 +208,9 @@ class RecordingUpstream:
             with warnings.catch_warnings():  # deprecated only in the 2026 protocol
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 await ctx.session.send_log_message(
-                    level="info", data={"event": "ledger synced"}, logger="upstream",
+                    level="info",
+                    data={"event": "ledger synced"},
+                    logger="upstream",
                     related_request_id=ctx.request_id,
                 )
             await ctx.session.report_progress(1, 1, "synced")
@@ -183,10 +219,18 @@ class RecordingUpstream:
             raise MCPError(code=types.INTERNAL_ERROR, message="fail_rpc failed after writing")
         if name == "connect_account":  # X13: the 2025-11-25 URL elicitation error, with data
             raise MCPError(
-                code=types.URL_ELICITATION_REQUIRED, message="Authorise the account first.",
-                data={"elicitations": [{"mode": "url", "elicitationId": "e-1",
-                                        "url": "https://example.test/authorise",
-                                        "message": "Connect your account."}]},
+                code=types.URL_ELICITATION_REQUIRED,
+                message="Authorise the account first.",
+                data={
+                    "elicitations": [
+                        {
+                            "mode": "url",
+                            "elicitationId": "e-1",
+                            "url": "https://example.test/authorise",
+                            "message": "Connect your account.",
+                        }
+                    ]
+                },
             )
         if name == "hang_write":
             assert self.hanging is not None and self.release is not None
@@ -203,34 +247,61 @@ class RecordingUpstream:
         return _ok({"done": True, **args})
 
     async def on_list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[types.Resource(
-            uri=RESOURCE_URI, name="bookings", mime_type="application/json",
-            description="Every executed booking.",
-        )])
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=RESOURCE_URI,
+                    name="bookings",
+                    mime_type="application/json",
+                    description="Every executed booking.",
+                )
+            ]
+        )
 
     async def on_read_resource(self, ctx: Any, params: Any) -> types.ReadResourceResult:
-        return types.ReadResourceResult(contents=[types.TextResourceContents(
-            uri=RESOURCE_URI, mime_type="application/json", text=json.dumps(self.executed),
-        )])
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=RESOURCE_URI,
+                    mime_type="application/json",
+                    text=json.dumps(self.executed),
+                )
+            ]
+        )
 
     async def on_list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=[types.Prompt(
-            name="booking_request", description="Ask for a booking.",
-            arguments=[types.PromptArgument(name="guest", required=True)],
-        )])
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name="booking_request",
+                    description="Ask for a booking.",
+                    arguments=[types.PromptArgument(name="guest", required=True)],
+                )
+            ]
+        )
 
     async def on_get_prompt(self, ctx: Any, params: types.GetPromptRequestParams):
         guest = (params.arguments or {}).get("guest", "a guest")
-        return types.GetPromptResult(messages=[types.PromptMessage(
-            role="user", content=types.TextContent(text=f"Please book a room for {guest}."))])
+        return types.GetPromptResult(
+            messages=[
+                types.PromptMessage(
+                    role="user", content=types.TextContent(text=f"Please book a room for {guest}.")
+                )
+            ]
+        )
 
     def server(self) -> Server[Any]:
         """The mcp lowlevel server with every handler wired."""
         return Server(
-            "recording-upstream", version="1.0.0", instructions=self.instructions,
-            on_list_tools=self.on_list_tools, on_call_tool=self.on_call_tool,
-            on_list_resources=self.on_list_resources, on_read_resource=self.on_read_resource,
-            on_list_prompts=self.on_list_prompts, on_get_prompt=self.on_get_prompt,
+            "recording-upstream",
+            version="1.0.0",
+            instructions=self.instructions,
+            on_list_tools=self.on_list_tools,
+            on_call_tool=self.on_call_tool,
+            on_list_resources=self.on_list_resources,
+            on_read_resource=self.on_read_resource,
+            on_list_prompts=self.on_list_prompts,
+            on_get_prompt=self.on_get_prompt,
         )
 
     async def serve(self, reader: MemoryPipe, writer: MemoryPipe) -> None:
@@ -296,8 +367,11 @@ class LenientUpstream(ScriptedUpstream):
                 body = {"jsonrpc": "2.0", "id": rpc_id, "error": error}
                 await writer.write_line(json.dumps(body).encode())
                 continue
-            answers = [a for m in (data if isinstance(data, list) else [data])
-                       if (a := self._answer(m)) is not None]
+            answers = [
+                a
+                for m in (data if isinstance(data, list) else [data])
+                if (a := self._answer(m)) is not None
+            ]
             if answers:
                 out = answers if isinstance(data, list) else answers[0]
                 await writer.write_line(json.dumps(out, ensure_ascii=False).encode())
@@ -308,9 +382,11 @@ class LenientUpstream(ScriptedUpstream):
             self.executed.append((params["name"], params.get("arguments") or {}))
             result = self.results[params["name"]]
         elif method == "initialize":
-            result = {"protocolVersion": params.get("protocolVersion"),
-                      "capabilities": {"tools": {}},
-                      "serverInfo": {"name": "lenient-upstream", "version": "0"}}
+            result = {
+                "protocolVersion": params.get("protocolVersion"),
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "lenient-upstream", "version": "0"},
+            }
         elif method == "tools/list":
             result = {"tools": self.tools}
         elif method is None or "id" not in message:
@@ -322,10 +398,14 @@ class LenientUpstream(ScriptedUpstream):
 
 def lenient_upstream() -> LenientUpstream:
     """One write (`create_booking`, by name) and one read (`search_bookings`)."""
-    schema = {"type": "object", "properties": {"guest": {"type": "string"},
-                                               "date": {"type": "string"}}}
-    tools = [{"name": "create_booking", "inputSchema": schema},
-             {"name": "search_bookings", "inputSchema": schema}]
+    schema = {
+        "type": "object",
+        "properties": {"guest": {"type": "string"}, "date": {"type": "string"}},
+    }
+    tools = [
+        {"name": "create_booking", "inputSchema": schema},
+        {"name": "search_bookings", "inputSchema": schema},
+    ]
     ok = {"content": [{"type": "text", "text": "ok"}]}
     return LenientUpstream(tools=tools, results={"create_booking": ok, "search_bookings": ok})
 
@@ -352,7 +432,11 @@ class TapPipe(MemoryPipe, LineTap):
         """The raw line and parsed message that answers request `rpc_id`."""
         for line in self.lines:
             message = json.loads(line)
-            if isinstance(message, dict) and "method" not in message and message.get("id") == rpc_id:
+            if (
+                isinstance(message, dict)
+                and "method" not in message
+                and message.get("id") == rpc_id
+            ):
                 return line, message
         raise AssertionError(f"no answer to id {rpc_id!r} among {len(self.lines)} lines")
 
@@ -394,8 +478,12 @@ class Harness:
 
     async def raw_call(self, name: str, arguments: Any, rpc_id: Any) -> dict[str, Any]:
         """Send a tools/call line by hand (past the SDK's validation); wait for its answer."""
-        body = {"jsonrpc": "2.0", "id": rpc_id, "method": "tools/call",
-                "params": {"name": name, "arguments": arguments}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": rpc_id,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        }
         return await self.raw_request(json.dumps(body).encode(), rpc_id)
 
     async def raw_request(self, line: bytes, rpc_id: Any) -> dict[str, Any]:
@@ -407,12 +495,17 @@ class Harness:
 
     async def raw_batch(self, elements: list[Any]) -> list[dict[str, Any]]:
         """Send a JSON-RPC batch from the client; wait for the batch that answers its ids."""
-        ids = sorted(json.dumps(e.get("id")) for e in elements
-                     if isinstance(e, dict) and e.get("id") is not None)
+        ids = sorted(
+            json.dumps(e.get("id"))
+            for e in elements
+            if isinstance(e, dict) and e.get("id") is not None
+        )
         await self.from_client.write_line(json.dumps(elements).encode())
         return await self.to_client.wait_for(
-            lambda m: isinstance(m, list)
-            and sorted(json.dumps(a.get("id")) for a in m if a.get("id") is not None) == ids
+            lambda m: (
+                isinstance(m, list)
+                and sorted(json.dumps(a.get("id")) for a in m if a.get("id") is not None) == ids
+            )
         )
 
 
@@ -432,8 +525,11 @@ def config(
     return ProxyConfig(
         upstream_command="(in-process)",
         plan=PlanConfig(
-            scenario=scenario, chaos_error_rate=chaos_error_rate, seed=seed,
-            retry_after_s=retry_after_s, fault_delay_ms=fault_delay_ms,
+            scenario=scenario,
+            chaos_error_rate=chaos_error_rate,
+            seed=seed,
+            retry_after_s=retry_after_s,
+            fault_delay_ms=fault_delay_ms,
         ),
         classifier=ClassifierConfig(write_globs=write_tools, keys_honoured=keys_honoured),
         audit_tools=audit_tools,
@@ -461,7 +557,10 @@ async def proxied(
     proxy_config = config(**config_kwargs)
     events = EventList()
     session = Session(
-        proxy_config.classifier, proxy_config.plan, kind="proxy", sinks=[events],
+        proxy_config.classifier,
+        proxy_config.plan,
+        kind="proxy",
+        sinks=[events],
         **({"clock": clock} if clock is not None else {}),
     )
     client_to_proxy, proxy_to_client = TapPipe(), TapPipe()
@@ -469,8 +568,12 @@ async def proxied(
     reports: list[str] = []
     logs: list[str] = []
     proxy = Proxy(
-        proxy_config, session, client_to_proxy, proxy_to_client,
-        upstream_to_proxy, proxy_to_upstream,
+        proxy_config,
+        session,
+        client_to_proxy,
+        proxy_to_client,
+        upstream_to_proxy,
+        proxy_to_upstream,
         write_report=(lambda pieces: reports.append(_joined(pieces))) if report_file else None,
         log=logs.append,
     )
@@ -495,8 +598,18 @@ async def proxied(
                     # X11: a 2026-07-28 client has no handshake; it discovers the server.
                     init = await (client.discover() if stateless else client.initialize())
                     harness = Harness(
-                        client, init, proxy, session, upstream, events, client_to_proxy,
-                        proxy_to_upstream, upstream_to_proxy, proxy_to_client, reports, logs,
+                        client,
+                        init,
+                        proxy,
+                        session,
+                        upstream,
+                        events,
+                        client_to_proxy,
+                        proxy_to_upstream,
+                        upstream_to_proxy,
+                        proxy_to_client,
+                        reports,
+                        logs,
                         proxy_done,
                     )
                     yield harness
@@ -504,3 +617,18 @@ async def proxied(
             await proxy_done.wait()
             if upstream.release is not None:
                 upstream.release.set()  # never leave a hanging handler behind
+
+
+def call(rpc_id: Any, tool: str = "create_booking", arguments: Any = None, **extra: Any):
+    """A tools/call request as JSON (`rpc_id` ... leaves the id out: a notification)."""
+    body = {"jsonrpc": "2.0", "method": "tools/call",
+            "params": {"name": tool, "arguments": BOOK if arguments is None else arguments}}
+    if rpc_id is not ...:
+        body["id"] = rpc_id
+    return {**body, **extra}
+
+
+async def ping(h, rpc_id: str) -> None:
+    """A round trip: every line the client sent before it has been handled by the proxy."""
+    await h.raw_request(json.dumps({"jsonrpc": "2.0", "id": rpc_id, "method": "ping"}).encode(),
+                        rpc_id)

@@ -2,13 +2,15 @@
 
 `running(argv)` starts a process, keeps its stderr lines, and (with `url=True`) waits for its
 "listening on URL" line, so a server or a proxy can bind port 0 and tell us the real port.
-`mcp_client(...)` opens an SDK client session over stdio or HTTP, the way an agent would.
+`mcp_client(...)` opens an SDK client session over stdio or HTTP, the way an agent would;
+`Agent` is a raw streamable HTTP client that shows what each POST answered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import signal
 import sys
@@ -17,9 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anyio
 
-SERVER = Path(__file__).parent / "servers" / "counting_server.py"
+from tests.support.paths import COUNTING_SERVER
+from tests.support.proxyproc import BOOK
+
+SERVER = COUNTING_SERVER
 DEADLINE_S = 60
 _URL = re.compile(r"listening on (http://\S+)")
 
@@ -58,9 +64,7 @@ async def running(
     `stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT`.
     """
     kwargs.setdefault("stderr", asyncio.subprocess.PIPE)
-    proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.DEVNULL, **kwargs
-    )
+    proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL, **kwargs)
     run = Running(proc)
 
     async def drain() -> None:
@@ -158,3 +162,45 @@ async def mcp_client(
             else:
                 await client.initialize()
         yield client
+
+
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+_AGENT_INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "raw", "version": "1"}}}  # fmt: skip
+
+
+class Agent:
+    """A raw streamable HTTP client: what each POST answered, status, headers and messages."""
+
+    def __init__(self, http: aiohttp.ClientSession, url: str) -> None:
+        self.http, self.url, self.session = http, url, ""
+
+    async def initialize(self, version: str = "2025-11-25") -> str:
+        """Open a session; the protocol version the upstream agreed to."""
+        init = {**_AGENT_INIT, "params": {**_AGENT_INIT["params"], "protocolVersion": version}}
+        self.session = ""
+        status, headers, messages = await self.post(init)
+        assert status == 200
+        self.session = headers["Mcp-Session-Id"]
+        await self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return messages[0]["result"]["protocolVersion"]
+
+    async def post(self, message: dict[str, Any]) -> tuple[int, Any, list[dict[str, Any]]]:
+        """POST one message; (status, headers, the JSON-RPC messages that came back)."""
+        headers = {**ACCEPT, **({"Mcp-Session-Id": self.session} if self.session else {})}
+        async with self.http.post(self.url, json=message, headers=headers) as resp:
+            body = await resp.text()
+            if resp.headers.get("Content-Type", "").startswith("text/event-stream"):
+                data = [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
+                messages = [json.loads(d) for d in data if d]
+            else:
+                messages = [json.loads(body)] if body.strip() else []
+            return resp.status, resp.headers, messages
+
+    async def book(self, rpc_id: int) -> tuple[int, Any, list[dict[str, Any]]]:
+        call = {"jsonrpc": "2.0", "id": rpc_id, "method": "tools/call",
+                "params": {"name": "create_booking", "arguments": BOOK}}  # fmt: skip
+        return await self.post(call)

@@ -1,0 +1,57 @@
+"""What every test shares: the async tests run on asyncio (the harness is asyncio code), a
+FIFO, and the order the suite runs in (`make test`: pytest-xdist, files handed out whole).
+
+The rest of what tests share lives in tests/support/; each layer's conftest adds its own
+(tests/unit: no process may start; tests/e2e: the real servers and Chromium).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    """anyio's pytest plugin runs `@pytest.mark.anyio` tests on this backend only."""
+    return "asyncio"
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    """A named pipe nobody writes to: a reader that opens it waits forever."""
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    return path
+
+
+# -- running in parallel (make test: pytest-xdist, --dist loadscope --no-loadscope-reorder) ---
+#
+# xdist hands out whole files (a class of tests is a unit of its own), in collection order:
+# a module-scoped fixture is built once, on the worker that runs its file. The order below puts
+# the files that took longest (end to end, waiting on processes) first and unit tests last, so
+# no long file starts at the end. (`--dist loadgroup` would group by marks, but pytest 9 no
+# longer reads the node ids xdist 3.8 rewrites for it.)
+
+LAYERS = ("e2e", "integration", "unit")
+LONGEST_FIRST = (  # the longest files of a full run, longest first (--durations)
+    "test_agreement_e2e.py", "test_conformance.py", "test_ray_executor.py",
+    "test_shards_merge.py", "test_example_report.py", "test_runner_e2e.py",
+    "test_runner_http.py", "test_exit_codes.py", "test_sweep_cli.py", "test_secrets.py",
+)  # fmt: skip
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first, then end-to-end, integration and unit tests (a stable sort:
+    inside a file, pytest's own order, which keeps module-scoped parameters together)."""
+    items.sort(key=_rank)
+
+
+def _rank(item: pytest.Item) -> tuple[int, int]:
+    path = Path(str(item.path))
+    first = LONGEST_FIRST.index(path.name) if path.name in LONGEST_FIRST else len(LONGEST_FIRST)
+    layer = next((r for r, name in enumerate(LAYERS) if name in path.parts), len(LAYERS))
+    return first, layer
