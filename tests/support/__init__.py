@@ -1,0 +1,1 @@
+"""The test kit: helpers, fixtures and test servers shared by tests (no test file imports another)."""
