@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import re
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -33,6 +34,7 @@ from harness.wire.http.sse import one_line
 from harness.wire.http.streams import Stream, request_ids
 
 PATH = "/mcp"
+_EVENT_NUMBER = re.compile(r"[0-9]{1,18}", re.ASCII)  # the proxy's own event numbers
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 StartLane = Callable[[Lane], Awaitable[None]]
 
@@ -118,8 +120,10 @@ class Listener:
         origin = request.headers.get("Origin")
         if origin is not None:
             parts = urlsplit(origin)
-            local = is_loopback(self.host) and parts.hostname is not None and is_loopback(
-                parts.hostname
+            local = (
+                is_loopback(self.host)
+                and parts.hostname is not None
+                and is_loopback(parts.hostname)
             )
             if not local and origin.rstrip("/").lower() not in self._allowed_origins:
                 return _error(403, -32000, f"Forbidden: origin {origin!r} is not allowed")
@@ -181,7 +185,8 @@ class Listener:
         stream = Stream(
             ids,
             sse_ok=wants_sse,
-            prime=not lane.modern and h.at_least(self._version(request, messages, lane), h.PRIMING_FROM),
+            prime=not lane.modern
+            and h.at_least(self._version(request, messages, lane), h.PRIMING_FROM),
             modern=lane.modern,
             listen=any(m.get("method") == "subscriptions/listen" for m in messages),
             headers=session_headers,
@@ -243,7 +248,9 @@ class Listener:
             await self._start_lane(lane)
         except UpstreamError as exc:
             self._log(f"ERROR: {exc}")
-            return None, _error(502, -32000, f"the upstream did not start: {exc}", message.get("id"))
+            return None, _error(
+                502, -32000, f"the upstream did not start: {exc}", message.get("id")
+            )
         assert lane.session_id is not None
         self.lanes[lane.session_id] = lane
         return lane, None
@@ -271,7 +278,9 @@ class Listener:
         return None
 
     @staticmethod
-    def _version(request: web.BaseRequest, messages: list[dict[str, Any]], lane: Lane) -> str | None:
+    def _version(
+        request: web.BaseRequest, messages: list[dict[str, Any]], lane: Lane
+    ) -> str | None:
         for message in messages:
             if message.get("method") == "initialize":
                 params = message.get("params")
@@ -300,8 +309,10 @@ class Listener:
         last = request.headers.get(h.LAST_EVENT_ID_HEADER)
         if last is not None:
             stream_id, _, number = last.rpartition("_")
+            if not _EVENT_NUMBER.fullmatch(number):  # V14: "²" and 5,000 digits are no number
+                return _error(400, -32000, "Bad Request: Last-Event-ID is not an event id")
             stream = lane.by_stream_id.get(stream_id)
-            if stream is None or not number.isdigit() or stream.attached:
+            if stream is None or stream.attached:
                 return _error(404, -32000, "Not Found: no stream to resume with that event id")
             return await stream.resume(request, int(number))
         if lane.standalone is not None and lane.standalone.attached:
