@@ -183,8 +183,9 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
     if outcome == DUPLICATE:
         repeat = executions[1]
         # J11: a timeout the agent had not been told of yet is no reason; that is parallel.
+        # E5: a real timeout whose answer came late, or an answer never delivered, is one too.
         after_timeout = any(
-            a.status == "ghost" and a.pos_answered is not None and a.pos_answered < repeat.pos_received
+            a.unseen_execution and a.pos_answered < repeat.pos_received  # type: ignore[operator]
             for a in attempts
         )
         first_failure = op.first_failure_pos
@@ -321,6 +322,12 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
         "keys": _distinct_keys(attempts),
         "outcome": outcome,
     }
+    late = sum(1 for a in attempts if a.late)
+    if late:  # E5: answers that came after --upstream-timeout, and count
+        entry["lateAnswers"] = late
+    undelivered = sum(1 for a in attempts if not a.delivered)
+    if undelivered:  # E5: answers the agent never got
+        entry["undeliveredAnswers"] = undelivered
     known = outcome != EXECUTION_UNKNOWN
     return Derived(
         entry=entry,
@@ -355,8 +362,10 @@ def _failure_handling(
         if not later:
             code = "VERIFIED_NO_RETRY" if verified else "UNVERIFIED_AFTER_TIMEOUT"
             observations.append({"code": code, **ref, "fault": faulted.fault})
-        if op.keys_honoured and faulted.key is not None and all(
-            a.key == faulted.key for a in later
+        if (
+            op.keys_honoured
+            and faulted.key is not None
+            and all(a.key == faulted.key for a in later)
         ):
             return 100  # K6: the same key to an upstream that honours it is the right retry
         # A re-send that did not execute again was luck, not care: it scores like not checking.
