@@ -11,10 +11,8 @@ installed proxy.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.support.listenkit import DEADLINE_S, proxy_process
+from tests.support.listenkit import DEADLINE_S, handshake, proxy_process, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -36,19 +34,6 @@ class Server:
 
     url: str = ""
     seen: list[dict[str, Any]] = field(default_factory=list)
-
-
-@contextlib.asynccontextmanager
-async def serving(app: web.Application) -> AsyncIterator[str]:
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # noqa: SLF001
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
 
 
 def recorder(server: Server) -> web.Application:
@@ -74,20 +59,8 @@ def upstream(status: int, target: str, moved: Server) -> web.Application:
     that reaches /moved (its own origin) executes there."""
 
     async def mcp(request: web.Request) -> web.StreamResponse:
-        message = await request.json()
-        method, rpc_id = message.get("method"), message.get("id")
-        if rpc_id is None:
-            return web.Response(status=202)
-        if method == "initialize":
-            result: dict[str, Any] = {
-                "protocolVersion": message["params"]["protocolVersion"],
-                "capabilities": {"tools": {}}, "serverInfo": {"name": "redirecting", "version": "0"},
-            }  # fmt: skip
-        elif method == "tools/list":
-            result = {"tools": TOOLS}
-        else:
-            return web.Response(status=status, headers={"Location": target})
-        return web.json_response({"jsonrpc": "2.0", "id": rpc_id, "result": result})
+        known = handshake(await request.json(), TOOLS, "redirecting")
+        return known or web.Response(status=status, headers={"Location": target})
 
     async def moved_here(request: web.Request) -> web.Response:
         body = await request.read()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from aiohttp import web
 
 HERE = Path(__file__).resolve().parent
 FLOOD_UPSTREAM = HERE / "servers" / "flood_upstream.py"
@@ -93,7 +94,7 @@ async def proxy_process(
     """Start `argv`; with `listen`, wait for its 'listening on URL' line."""
     proc = await asyncio.create_subprocess_exec(
         *argv, stdin=stdin, stdout=stdout, stderr=asyncio.subprocess.PIPE,
-        preexec_fn=preexec_fn, limit=1 << 20,
+        preexec_fn=preexec_fn, limit=4 << 20,
     )  # fmt: skip
     proxy = Proxy(proc)
     seen = asyncio.Event()
@@ -221,3 +222,41 @@ async def post(
         text = await resp.text()
         kind = resp.headers.get("Content-Type", "")
         return resp.status, answers(kind, text) if text.strip() else []
+
+
+# -- HTTP upstreams in the test's own process ---------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def serving(app: web.Application) -> AsyncIterator[str]:
+    """Serve `app` on a free loopback port; its base URL (http://127.0.0.1:PORT)."""
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # noqa: SLF001
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+def handshake(
+    message: dict[str, Any], tools: list[dict[str, Any]], name: str
+) -> web.Response | None:
+    """A minimal MCP server's answer to a notification (202), `initialize` and `tools/list`;
+    None for anything else (the test's upstream answers that itself)."""
+    rpc_id, method = message.get("id"), message.get("method")
+    if rpc_id is None:
+        return web.Response(status=202)
+    if method == "initialize":
+        result: dict[str, Any] = {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": name, "version": "0"},
+        }
+    elif method == "tools/list":
+        result = {"tools": tools}
+    else:
+        return None
+    return web.json_response({"jsonrpc": "2.0", "id": rpc_id, "result": result})

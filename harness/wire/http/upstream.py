@@ -42,6 +42,7 @@ INTERNAL_ERROR = -32603
 DEFAULT_RETRY_MS = 1000
 RESUME_ATTEMPTS = 2  # consecutive failed reconnections before a stream is given up
 CONNECT_TIMEOUT_S = 10.0
+INBOX_BYTES = 4 * 1024 * 1024  # V11: upstream messages read ahead of the router, at most
 
 
 class HttpUpstream:
@@ -59,7 +60,8 @@ class HttpUpstream:
         self._auth = dict(auth)
         self._max = max_bytes
         self._log = log
-        self._inbox = LineQueue()
+        # V11: a flooding upstream is read no faster than the proxy passes its messages on
+        self._inbox = LineQueue(max_bytes=INBOX_BYTES)
         self.reader = self._inbox
         self.writer = self
         self.session_id: str | None = None
@@ -262,7 +264,7 @@ class HttpUpstream:
         if kind == "application/json":
             body = one_line(await self._read_all(resp))
             self._learn(method, body)
-            self._deliver(
+            await self._deliver(
                 tagged(body, related=rpc_id, http_status=resp.status, content_type="json")
             )
         elif kind == "text/event-stream":
@@ -287,7 +289,9 @@ class HttpUpstream:
             if parsed.get("id") != rpc_id:  # a server that could not read the id says null
                 parsed["id"] = rpc_id
                 body = json.dumps(parsed, separators=(",", ":"), ensure_ascii=False).encode()
-            self._deliver(tagged(body, related=rpc_id, http_status=status, content_type="json"))
+            await self._deliver(
+                tagged(body, related=rpc_id, http_status=status, content_type="json")
+            )
             return
         if status == 404 and self.session_id is not None and h.envelope_version(message) is None:
             self._error(rpc_id, INVALID_REQUEST, "Session terminated", status=404)
@@ -342,11 +346,11 @@ class HttpUpstream:
                 and ("result" in parsed or "error" in parsed)
             ):
                 self._learn(message.get("method"), data, parsed)
-                self._deliver(
+                await self._deliver(
                     tagged(data, related=rpc_id, http_status=resp.status, content_type="sse")
                 )
                 return True
-            self._deliver(tagged(data, related=rpc_id))
+            await self._deliver(tagged(data, related=rpc_id))
         return False
 
     async def _renew_session(self, lost: str | None) -> None:
@@ -421,7 +425,7 @@ class HttpUpstream:
                     async for raw in self._lines(resp):
                         event = parser.feed(raw)
                         if event is not None and event.data.strip() and event.event == "message":
-                            self._deliver(tagged(one_line(event.data), related=None))
+                            await self._deliver(tagged(one_line(event.data), related=None))
             except (aiohttp.ClientError, OSError):
                 failures += 1
             except (EventTooLarge, MessageTooLarge) as exc:
@@ -467,8 +471,8 @@ class HttpUpstream:
         elif method == "tools/list":
             self._params.learn(result.get("tools"))
 
-    def _deliver(self, line: HttpLine) -> None:
-        self._inbox.put(line)
+    async def _deliver(self, line: HttpLine) -> None:
+        await self._inbox.put_wait(line)  # V11: waits while the router is behind
 
     def _error(
         self, rpc_id: Any, code: int, text: str, status: int | None = None, cut: bool = False
@@ -478,4 +482,4 @@ class HttpUpstream:
         data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
         line = tagged(data, related=rpc_id, http_status=status, content_type="json")
         line.stream_cut = cut  # an HTTP agent then sees its stream close the same way
-        self._deliver(line)
+        self._inbox.put(line)  # small, one per request: never waits

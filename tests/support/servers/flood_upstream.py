@@ -26,9 +26,14 @@ import sys
 import threading
 import time
 
+MODERN_KEY = "io.modelcontextprotocol/protocolVersion"
 TOOLS = [
-    {"name": "book", "inputSchema": {"type": "object"}},
-    {"name": "slow_book", "inputSchema": {"type": "object"}},
+    {"name": "book", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": False}},
+    {
+        "name": "slow_book",
+        "inputSchema": {"type": "object"},
+        "annotations": {"readOnlyHint": False},
+    },
     {"name": "flood", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
     {"name": "search", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
 ]
@@ -39,6 +44,7 @@ class Upstream:
         self.truth = open(truth_path, "a", encoding="utf-8")  # noqa: SIM115
         self.slow_s = slow_ms / 1000
         self.lock = threading.Lock()
+        self.modern: dict[str, bool] = {}
         self.record({"started": os.getpid()})
 
     def record(self, entry: dict) -> None:
@@ -56,11 +62,15 @@ class Upstream:
                 os._exit(0)
 
     def answer(self, rpc_id: object, result: dict) -> None:
+        if self.modern.get(json.dumps(rpc_id)):  # 2026-07-28 results say they are complete
+            result = {**result, "resultType": "complete"}
         self.send({"jsonrpc": "2.0", "id": rpc_id, "result": result})
 
     def serve(self, message: dict) -> None:
         rpc_id, method = message["id"], message["method"]
         params = message.get("params") or {}
+        meta = params.get("_meta") or {}
+        self.modern[json.dumps(rpc_id)] = MODERN_KEY in meta
         if method == "initialize":
             version = params.get("protocolVersion", "2025-06-18")
             self.answer(
@@ -81,7 +91,7 @@ class Upstream:
                 },
             )
         elif method == "tools/list":
-            self.answer(rpc_id, {"tools": TOOLS})
+            self.answer(rpc_id, {"tools": TOOLS, "ttlMs": 0, "cacheScope": "private"})
         elif method == "tools/call":
             self.call(rpc_id, params)
         elif method == "ping":
