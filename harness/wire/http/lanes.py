@@ -108,7 +108,8 @@ class Lane:
         message = peek(line)
         first = message[0] if isinstance(message, list) and message else message
         if isinstance(first, dict) and "method" not in first and "id" in first:
-            self._answer(line, first)
+            batch = message if isinstance(message, list) else [first]
+            self._answer(line, first, [m for m in batch if isinstance(m, dict)])
             return
         target = self._target(line, first)
         if isinstance(first, dict) and "id" in first and target is not None:
@@ -141,20 +142,24 @@ class Lane:
     async def close(self) -> None:
         """The router is done writing; nothing to close at the HTTP level here."""
 
-    def _answer(self, line: bytes, message: dict[str, Any]) -> None:
+    def _answer(self, line: bytes, message: dict[str, Any], batch: list[dict[str, Any]]) -> None:
+        """A response, or a batch of them (X10: a batch's answers come back as one line, on
+        the stream of the POST that carried the batch: every id of it is answered)."""
         key = id_key(message.get("id"))
         if key == self.initialize_id:
             result = message.get("result")
             if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
                 self.version = result["protocolVersion"]
-        stream = self.streams.pop(key, None)
+        keys = [id_key(m.get("id")) for m in batch] or [key]
+        streams = [s for s in (self.streams.pop(k, None) for k in keys) if s is not None]
         if self.scope is not None:
             line = self.scope.restore(line)  # V12: the agent's own id again
-        unread = self._unread_ids.pop(key, None)
-        if stream is None:  # E5: its stream is gone (closed, reset, cancelled, not read)
-            settle(line, unread or "the agent's stream for it had closed")
+        unread = [why for why in (self._unread_ids.pop(k, None) for k in keys) if why]
+        if not streams:  # E5: its stream is gone (closed, reset, cancelled, not read)
+            settle(line, unread[0] if unread else "the agent's stream for it had closed")
             return
-        stream.put(line, answers=key)
+        stream = streams[0]
+        stream.put(line, answers=keys)
         if stream.overflowed:
             self._unread(stream)
 

@@ -269,6 +269,8 @@ class Listener:
         messages = parsed if isinstance(parsed, list) else [parsed]
         if not messages or not all(isinstance(m, dict) for m in messages):
             return _error(400, -32600, "Invalid Request: not a JSON-RPC message")
+        if any(_untrackable(m) for m in messages):  # its answer could name no request
+            return _error(400, -32600, "Invalid Request: a request id must be a string or a number")
         lane, refusal = await self._lane_for(request, messages)
         if refusal is not None:
             return refusal
@@ -482,6 +484,12 @@ class Listener:
         assert lane is not None
         await self._end(lane)
         return web.Response(status=200)
+
+
+def _untrackable(message: dict[str, Any]) -> bool:
+    """A request whose id is an object, an array or a boolean: JSON-RPC answers it with id
+    null, so no answer could be matched to it (X10)."""
+    return "method" in message and isinstance(message.get("id"), (dict, list, bool))
 
 
 def _cancel(rpc_id: Any) -> bytes:

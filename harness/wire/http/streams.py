@@ -80,10 +80,10 @@ class Stream:
         self.overflowed = False  # V11: closed because the agent did not read it
         self._transport: Any = None  # the attached connection
 
-    def put(self, line: bytes, *, answers: tuple[str, Any] | None = None) -> None:
-        """Queue a message; `answers` is the request it is the response to."""
-        if answers is not None:
-            self.waiting.discard(answers)
+    def put(self, line: bytes, *, answers: list[tuple[str, Any]] | None = None) -> None:
+        """Queue a message; `answers`: the requests it is the response (or batch) to."""
+        for key in answers or ():
+            self.waiting.discard(key)
         if self.done or self.overflowed:
             settle(line, "its stream had already ended")
             return
