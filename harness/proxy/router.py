@@ -464,9 +464,18 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         task of its own that waits its turn (the common case costs no task)."""
         if order.clear():
             await send(line)
-        else:
-            turn = order.turn()
-            self._spawn_in(turn, turn.wrap(send)(line))
+            return
+        await order.room(self.config.upstream_timeout_s)  # V11: a slow client holds us back
+        turn = order.turn()
+        order.hold(len(line))
+
+        async def in_its_turn() -> None:
+            try:
+                await turn.wrap(send)(line)
+            finally:
+                order.release(len(line))
+
+        self._spawn_in(turn, in_its_turn())
 
     def _upstream_lost(self, gone: UpstreamGone) -> None:
         if self.upstream_gone is not None:
