@@ -36,7 +36,7 @@ from tests.support.listenkit import (
 
 pytestmark = pytest.mark.anyio
 
-GROWTH_MB = 64  # the peak RSS may grow this much over the flood (unbounded: 250 MB and more)
+GROWTH_MB = 80  # the peak RSS may grow this much over the flood (unbounded: 250 MB and more)
 COUNT, SIZE = 250, 1_000_000  # 250 messages of 1 MB each
 
 
@@ -70,6 +70,7 @@ async def test_v11_an_http_agent_that_never_reads_its_stream_keeps_memory_bounde
         await writer.drain()  # and never a byte read
         await until(lambda: bool(truth_rows(truth, "flood")), "the upstream to send it all")
         grown = peak_rss_mb(proxy.pid) - before
+        print(f"V11 peak RSS growth: {grown:.1f} MB")  # noqa: T201 (docs/performance.md)
         assert grown < GROWTH_MB, f"peak RSS grew {grown:.0f} MB"
         said = [line for line in proxy.lines if "did not read" in line]
         assert len(said) == 1, proxy.stderr  # closed, said once
@@ -103,6 +104,7 @@ async def test_v11_an_agent_reading_a_long_resumable_stream_keeps_memory_bounded
         assert received > COUNT * SIZE and b"sent 250" in tail  # all of it, and the answer
         assert len(truth_rows(truth, "flood")) == 1
         grown = peak_rss_mb(proxy.pid) - before
+        print(f"V11 peak RSS growth: {grown:.1f} MB")  # noqa: T201 (docs/performance.md)
         assert grown < GROWTH_MB, f"peak RSS grew {grown:.0f} MB"
         assert await proxy.stop() == 0
 
@@ -193,6 +195,7 @@ async def test_v11_a_flooding_http_upstream_behind_a_stdio_agent_that_does_not_r
                 answer = json.loads(raw)
             assert answer["result"]["content"][0]["text"] == f"sent {COUNT}"
             grown = peak_rss_mb(proxy.pid) - before
+            print(f"V11 peak RSS growth: {grown:.1f} MB")  # noqa: T201 (docs/performance.md)
             assert grown < GROWTH_MB, f"peak RSS grew {grown:.0f} MB"
             proxy.proc.stdin.close()
             assert await asyncio.wait_for(proxy.proc.wait(), DEADLINE_S) == 0
