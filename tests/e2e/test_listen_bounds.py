@@ -201,6 +201,8 @@ async def test_v10_a_flood_of_connections_gets_503_with_bounded_stderr_and_a_wri
         {"guest": "Ann"}
     ]  # ground truth: the one write ran once
     assert proxy.stderr_bytes < 2000, proxy.stderr  # one line per condition, not per event
+    condition = "connection cap is reached" if cap == "20" else "out of file descriptors"
+    assert sum(1 for line in proxy.lines if condition in line) == 1, proxy.stderr
     assert "Traceback" not in proxy.stderr
 
 
