@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from harness.proxy.router import Proxy
 
 INVALID_PARAMS = -32602
+CLOSED = "the agent's connection had closed"
 Key = tuple[str, Any]
 AUDIT_NAMES = frozenset(t["name"] for t in AUDIT_TOOLS)
 
@@ -301,15 +302,23 @@ class CallHandling:
         await self._give(ticket, reply, jsonutil.dumps(body).encode())
 
     async def _give(self: Proxy, ticket: Ticket, reply: Reply, line: bytes) -> None:
-        """Send a call's answer (recorded as sent) with a receipt: should it never reach the
-        agent, that is recorded too (E5). An answer that goes out with its batch is covered
-        by the batch's receipt."""
-        if ticket.batch is None:
-            line = with_receipt(line, self._receipt([ticket.seq]))
+        """Send a call's answer (recorded as sent); should it never reach the agent, that is
+        recorded too (E5). An answer that goes out with its batch is the batch's."""
+        await self._deliver_answer(reply, line, [] if ticket.batch is not None else [ticket.seq])
+
+    async def _deliver_answer(self: Proxy, reply: Reply, line: bytes, seqs: list[int]) -> None:
+        """`reply(line)`; an HTTP agent's transport settles the line's receipt when it knows
+        whether the answer reached the agent, a stdio agent's write either works or raises."""
+        receipt = self._receipt(seqs) if seqs else None
+        if receipt is not None and getattr(self.client_out, "settles_receipts", False):
+            line = with_receipt(line, receipt)
+            receipt = None
         try:
             await reply(line)
         except StreamClosed:
-            settle(line, "the agent's connection had closed")
+            settle(line, CLOSED)
+            if receipt is not None:
+                receipt(CLOSED)
             raise
 
     def _receipt(self: Proxy, seqs: list[int]) -> Callable[[str | None], None]:

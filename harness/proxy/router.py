@@ -43,7 +43,6 @@ from harness.proxy.refusals import INVALID_REQUEST, Refusals
 from harness.proxy.revision import ClientRevision
 from harness.proxy.tasks import TASK_METHODS, TaskBook, TaskHandling
 from harness.session import CURRENT_BATCH, BatchHold, Session, Ticket
-from harness.wire.http.lines import settle, with_receipt
 from harness.wire.transport import LineReader, LineWriter, MessageTooLarge, StreamClosed
 
 # X6: after a signal, answers that arrive this long still count.
@@ -251,12 +250,7 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         async def send(line: bytes) -> None:
             self.session.batch_sent(hold)
             self._report("running")
-            line = with_receipt(line, self._receipt([seq for seq, _, _ in hold.held]))
-            try:
-                await self._to_client(line)
-            except StreamClosed:
-                settle(line, "the agent's connection had closed")  # E5
-                raise
+            await self._deliver_answer(self._to_client, line, [s for s, _, _ in hold.held])
 
         collector = BatchReply(send)
         taking_apart = CURRENT_BATCH.set(hold)

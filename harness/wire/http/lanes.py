@@ -42,6 +42,8 @@ _UNRELATED = frozenset(
 class Lane:
     """One agent session: its streams, and the line pair its router reads and writes."""
 
+    settles_receipts = True  # E5: it says whether each answer reached the agent (lines.settle)
+
     def __init__(self, session_id: str | None) -> None:
         self.session_id = session_id
         self.modern = session_id is None
@@ -201,6 +203,7 @@ class Lane:
             return
         self.closed = True
         self.inbox.put(None)
+        self.inbox.unbound()  # a POST still waiting to hand its message over goes on
         for stream in {id(s): s for s in self.by_stream_id.values()}.values():
             stream.close()
         if self.standalone is not None:

@@ -117,6 +117,11 @@ class LineQueue:
             await self._room.wait()
         self.put(item)
 
+    def unbound(self) -> None:
+        """Nobody will read the lines any more (EOF is queued): writers no longer wait."""
+        self.max_bytes = None
+        self._room.set()
+
     async def read_line(self) -> bytes | None:
         item = await self.queue.get()
         if item is None:

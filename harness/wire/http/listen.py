@@ -307,8 +307,8 @@ class Listener:
             headers=session_headers,
         )
         lane.open(stream, messages)
-        await lane.submit(line)
         try:
+            await lane.submit(line)
             response = await stream.answer(request)
             if lane.version is None and lane.session_id is not None and not lane.modern:
                 await self._end(lane)  # initialize failed: no session to keep
