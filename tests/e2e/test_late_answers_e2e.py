@@ -16,16 +16,19 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from harness.events import read_jsonl
 from tests.support.listenkit import (
     DEADLINE_S,
     call_body,
     flood_upstream,
+    handshake,
     open_session,
     post,
     proxy_process,
     report_of,
+    serving,
     session_headers,
     truth_rows,
     until,
@@ -174,3 +177,87 @@ async def test_e5_a_connection_reset_while_the_write_runs_records_the_answer_as_
         assert await proxy.stop() == 0
     _judged_after_no_answer(tmp_path)
     assert "Traceback" not in proxy.stderr
+
+
+class Chatty:
+    """An HTTP upstream whose tools/call streams a message every 10 ms for 1.5 s, then its
+    result (it ran: `ran` is set when the call arrives)."""
+
+    def __init__(self) -> None:
+        self.ran = 0
+        self.sent = 0
+
+    async def mcp(self, request: web.Request) -> web.StreamResponse:
+        message = await request.json()
+        known = handshake(message, [{"name": "book", "inputSchema": {"type": "object"},
+                                     "annotations": {"readOnlyHint": False}}], "chatty")  # fmt: skip
+        if known is not None:
+            return known
+        if message.get("method") != "tools/call":
+            return web.json_response({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+        self.ran += 1
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 1.5
+        while loop.time() < end:
+            note = {"jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": "info", "data": f"still working {self.sent}"}}  # fmt: skip
+            await response.write(b"event: message\ndata: " + json.dumps(note).encode() + b"\n\n")
+            self.sent += 1
+            await asyncio.sleep(0.01)  # the upstream's own pace, not a synchronisation
+        result = {"content": [{"type": "text", "text": "booked"}]}
+        answer = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+        await response.write(b"event: message\ndata: " + json.dumps(answer).encode() + b"\n\n")
+        await response.write_eof()
+        return response
+
+
+async def test_e5_an_http_upstreams_stream_for_a_timed_out_call_is_not_forwarded(
+    tmp_path, agent_harness_bin
+):  # E5 X5
+    chatty = Chatty()
+    app = web.Application()
+    app.router.add_post("/mcp", chatty.mcp)
+    async with serving(app) as base:
+        argv = [str(agent_harness_bin), "proxy", "--upstream-url", f"{base}/mcp",
+                "--upstream-timeout", "0.5", "--report-file", str(tmp_path / "report.json"),
+                "--audit-tools", "off"]  # fmt: skip
+        async with proxy_process(
+            argv, listen=False, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+        ) as proxy:
+            assert proxy.proc.stdin is not None and proxy.proc.stdout is not None
+            lines = [
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                call_body(2, "book", BOOK),
+            ]  # fmt: skip
+            proxy.proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+            await proxy.proc.stdin.drain()
+            received: list[dict[str, Any]] = []
+            while not received or received[-1].get("id") != 2:
+                raw = await asyncio.wait_for(proxy.proc.stdout.readline(), DEADLINE_S)
+                assert raw, proxy.stderr
+                received.append(json.loads(raw))
+            assert received[-1]["result"]["isError"] is True  # the proxy's own timeout
+            after = len(received)
+            await until(
+                lambda: any(getattr(e, "late", False) for e in events(tmp_path)),
+                "the late answer recorded",
+            )
+            proxy.proc.stdin.write(b'{"jsonrpc":"2.0","id":9,"method":"ping"}\n')
+            await proxy.proc.stdin.drain()
+            while received[-1].get("id") != 9:
+                raw = await asyncio.wait_for(proxy.proc.stdout.readline(), DEADLINE_S)
+                received.append(json.loads(raw))
+            forwarded = [m for m in received[after:] if m.get("method")]
+            assert forwarded == []  # about 100 messages came after the timeout; none reached it
+            assert chatty.sent - sum(1 for m in received if m.get("method")) > 50
+            proxy.proc.stdin.close()
+            assert await asyncio.wait_for(proxy.proc.wait(), DEADLINE_S) == 0
+    final = report_of(tmp_path / "report.json")
+    (op,) = final["report"]["operations"]
+    assert chatty.ran == 1 and (op["executions"], op["lateAnswers"]) == (1, 1)
+    assert sum(1 for line in proxy.lines if "goes on sending messages" in line) == 1
