@@ -30,6 +30,7 @@ from tests.support.listenkit import (
     report_of,
     serving,
     session_headers,
+    stdio_opening,
     truth_rows,
     until,
 )
@@ -227,13 +228,7 @@ async def test_e5_an_http_upstreams_stream_for_a_timed_out_call_is_not_forwarded
             argv, listen=False, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
         ) as proxy:
             assert proxy.proc.stdin is not None and proxy.proc.stdout is not None
-            lines = [
-                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "1"}}},
-                {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                call_body(2, "book", BOOK),
-            ]  # fmt: skip
+            lines = [*stdio_opening(), call_body(2, "book", BOOK)]
             proxy.proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
             await proxy.proc.stdin.drain()
             received: list[dict[str, Any]] = []

@@ -30,6 +30,7 @@ from tests.support.listenkit import (
     proxy_process,
     serving,
     session_headers,
+    stdio_opening,
     truth_rows,
     until,
 )
@@ -165,13 +166,7 @@ async def test_v11_a_flooding_http_upstream_behind_a_stdio_agent_that_does_not_r
             argv, listen=False, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
         ) as proxy:
             assert proxy.proc.stdin is not None and proxy.proc.stdout is not None
-            lines = [
-                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "1"}}},
-                {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                call_body(2, "flood", {}),
-            ]  # fmt: skip
+            lines = [*stdio_opening(), call_body(2, "flood", {})]
             proxy.proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines[:2]))
             await proxy.proc.stdin.drain()
             raw = await asyncio.wait_for(proxy.proc.stdout.readline(), DEADLINE_S)

@@ -172,6 +172,12 @@ def rpc(rpc_id: Any, method: str, params: dict[str, Any] | None = None) -> dict[
     return body
 
 
+def stdio_opening() -> list[dict[str, Any]]:
+    """What a stdio agent sends first: initialize (2025-06-18, id 1) and initialized."""
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    return [init_body(1, "2025-06-18"), note]
+
+
 def init_body(rpc_id: Any = 1, version: str = "2025-11-25") -> dict[str, Any]:
     return rpc(rpc_id, "initialize", {"protocolVersion": version, "capabilities": {},
                                       "clientInfo": {"name": "raw", "version": "1"}})  # fmt: skip
