@@ -226,9 +226,7 @@ class Judge:
         if window is not None and window.attempt.op is not op and window.attempt.op.tool == op.tool:
             # J11: the window opens when the 429 reaches the agent, not before.
             answered = window.attempt.t_answered
-            attempt.in_retry_window = (
-                answered is not None and ev.t_ns < answered + window.required_ns
-            )
+            attempt.in_retry_window = answered is not None and ev.t_ns < answered + window.required_ns
         op.attempts.append(attempt)
         op.open_count += 1
         self._attempts[seq] = attempt
