@@ -24,8 +24,8 @@ from harness.faults import FAULTS, SCENARIOS
 # message_refused, task_created, upstream status "input_required". 3: fault_not_applicable,
 # session_started.latency_ms (F9). 4: tools_listed.tools[].idempotent,
 # call_received.idempotent, session_started.idempotent_tools / distrust_annotations (E1) and
-# wall_ns (E7). Older logs still read.
-LOG_VERSION = 4
+# wall_ns (E7). 5: answer_undelivered, upstream_answered.late (E5). Older logs still read.
+LOG_VERSION = 5
 
 ToolClassName = Literal["write", "read", "unclassified"]
 FaultName = Literal[tuple(FAULTS)]  # the fault registry's names (harness.faults)
@@ -170,6 +170,11 @@ class UpstreamAnswered(_Event):
     is_error: bool = False
     result_digest: str | None = Field(None, description="Digest of the result (J1 identical).")
     error: Any = Field(None, description="JSON-RPC error object or the reason, when not a result.")
+    late: bool = Field(
+        False,
+        description="E5: it came after the proxy had stopped waiting for it (--upstream-timeout) "
+        "and answered the agent itself; it counts all the same (a result: the call ran).",
+    )
 
 
 class AnswerSent(_Event):
@@ -179,6 +184,16 @@ class AnswerSent(_Event):
     seq: int
     is_error: bool
     source: AnswerSource = "upstream"
+
+
+class AnswerUndelivered(_Event):
+    """E5: an answer the proxy could not deliver (its stream had closed or was not read, the
+    session ended, the connection broke): for the judge the agent saw no answer. It follows
+    the call's answer_sent."""
+
+    type: Literal["answer_undelivered"] = "answer_undelivered"
+    seq: int
+    reason: str = Field(description="Why, in a few words.")
 
 
 class SessionEnded(_Event):
@@ -198,6 +213,7 @@ Event = Annotated[
     | FaultNotApplicable
     | UpstreamAnswered
     | AnswerSent
+    | AnswerUndelivered
     | SessionEnded,
     Field(discriminator="type"),
 ]

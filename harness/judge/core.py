@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.events import (
     AnswerSent,
+    AnswerUndelivered,
     CallReceived,
     Event,
     FaultApplied,
@@ -401,8 +402,14 @@ class Judge:
 
     def _on_upstream(self, ev: UpstreamAnswered) -> None:
         attempt = self._attempts.get(ev.seq + self._seq_base)
-        if attempt is None or attempt.upstream is not None:
-            return  # a read, or a late second answer (the first one stands)
+        if attempt is None:
+            return  # a read
+        if attempt.upstream is not None:
+            # A second answer: only E5's late one counts, in place of the timeout (the proxy's
+            # own) it follows; any other second answer leaves the first standing.
+            if not (ev.late and attempt.upstream == "timeout"):
+                return
+            attempt.late = True
         attempt.upstream = ev.status
         attempt.is_error = ev.is_error
         attempt.result_digest = ev.result_digest
@@ -427,20 +434,48 @@ class Judge:
         attempt.t_answered = ev.t_ns
         attempt.answer_is_error = ev.is_error
         if ev.is_error:
-            if op.first_failure_pos is None:
-                op.first_failure_pos = self._pos
-            if not op.awaiting_read:
-                op.awaiting_read = True
-                self._awaiting_read.append(op)
-            for key in op.keys.values():
-                if not key.awaiting_read:
-                    key.awaiting_read = True
-                    self._keys_awaiting_read.append(key)
+            self._failure_seen(attempt)
         if attempt.status in ("ghost", "unknown", "rejected"):
             self._awaiting_other_write.append((self._pos, attempt))
         for dependent in attempt.dependents:
             self._mark(dependent)
         self._mark(op)
+
+    def _failure_seen(self, attempt: Attempt) -> None:
+        """The agent saw this write fail (an error, or no answer at all): from here a read
+        before the next attempt counts as checking (J1 verifiedBefore, keySummary)."""
+        op = attempt.op
+        if op.first_failure_pos is None:
+            op.first_failure_pos = self._pos
+        if not op.awaiting_read:
+            op.awaiting_read = True
+            self._awaiting_read.append(op)
+        for key in op.keys.values():
+            if not key.awaiting_read:
+                key.awaiting_read = True
+                self._keys_awaiting_read.append(key)
+
+    def _on_undelivered(self, ev: AnswerUndelivered) -> None:
+        """E5: the answer never reached the agent: for the judge it saw none, which it takes
+        as a failure (like a timeout). A read's answer that was lost still counted as a check
+        when it was sent (a documented limit)."""
+        attempt = self._attempts.get(ev.seq + self._seq_base)
+        call = self._open.pop(ev.seq + self._seq_base, None)
+        if attempt is None or not attempt.delivered:
+            return
+        if call is not None:  # no answer_sent before it: the call is over for the agent now
+            attempt.op.open_count -= 1
+            attempt.pos_answered = self._pos
+            attempt.t_answered = ev.t_ns
+        if attempt.pos_answered is None:
+            return
+        attempt.delivered = False
+        if not attempt.answer_is_error:
+            attempt.answer_is_error = True
+            self._failure_seen(attempt)
+        for dependent in attempt.dependents:
+            self._mark(dependent)
+        self._mark(attempt.op)
 
     def _on_ended(self, ev: SessionEnded) -> None:
         self.ended = ev
@@ -513,6 +548,7 @@ _HANDLERS = {
     FaultNotApplicable: Judge._on_not_applicable,
     UpstreamAnswered: Judge._on_upstream,
     AnswerSent: Judge._on_answer,
+    AnswerUndelivered: Judge._on_undelivered,
     SessionEnded: Judge._on_ended,
     MessageRefused: Judge._on_refused,
 }

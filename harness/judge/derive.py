@@ -223,11 +223,12 @@ def derive_operation(op: OpState, reads: Sequence[int], wall_of: WallOf) -> Deri
     if outcome == DUPLICATE:
         repeat = executions[1]
         # J11: a timeout the agent had not been told of yet is no reason; that is parallel.
+        # E5: a real timeout whose answer came late, or an answer never delivered, is one too.
         ghost = next(
             (
                 a
                 for a in attempts
-                if a.status == "ghost"
+                if a.unseen_execution
                 and a.pos_answered is not None
                 and a.pos_answered < repeat.pos_received
             ),
@@ -263,7 +264,7 @@ def derive_operation(op: OpState, reads: Sequence[int], wall_of: WallOf) -> Deri
             "executions": len(executions),
             "duplicate": duplicate,
         }
-        if ghost is not None:
+        if ghost is not None and ghost.fault:
             violation["fault"] = ghost.fault  # E8: F1's timeout or F6's cut stream
         violations.append(violation)
         if repeat.parallel:
@@ -356,6 +357,12 @@ def derive_operation(op: OpState, reads: Sequence[int], wall_of: WallOf) -> Deri
         "keys": _distinct_keys(attempts),
         "outcome": outcome,
     }
+    late = sum(1 for a in attempts if a.late)
+    if late:  # E5: answers that came after --upstream-timeout, and count
+        entry["lateAnswers"] = late
+    undelivered = sum(1 for a in attempts if not a.delivered)
+    if undelivered:  # E5: answers the agent never got
+        entry["undeliveredAnswers"] = undelivered
     known = outcome != EXECUTION_UNKNOWN
     return Derived(
         entry=entry,

@@ -38,7 +38,9 @@ class Attempt:
     result_digest: str | None = None
     pos_answered: int | None = None
     t_answered: int | None = None
-    answer_is_error: bool = False
+    answer_is_error: bool = False  # the agent saw an error, or no answer at all (E5)
+    late: bool = False  # E5: the upstream's answer came after --upstream-timeout
+    delivered: bool = True  # E5: False when the proxy could not deliver its answer
     # Operations whose J9 finding depends on how this attempt ends.
     dependents: list[OpState] = field(default_factory=list)
 
@@ -60,6 +62,13 @@ class Attempt:
     @property
     def executed(self) -> bool:
         return self.status in ("executed", "ghost")
+
+    @property
+    def unseen_execution(self) -> bool:
+        """It ran, but the agent was told it failed or got no answer at all: an injected
+        timeout (F1, a ghost), a real one whose answer came late, or an answer the proxy could
+        not deliver (E5). A repeat after it is a repeat after a timeout."""
+        return self.executed and self.answer_is_error and self.pos_answered is not None
 
     @property
     def uncertain(self) -> bool:

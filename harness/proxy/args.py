@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 from harness.base.errors import UsageError
@@ -26,6 +27,7 @@ from harness.faults import (
 from harness.operations.classify import DEFAULT_KEY_FIELDS, ClassifierConfig
 from harness.operations.keys import KeySpec
 from harness.wire.http.headers import HeaderSpec, SecretValue, valid_header_name, valid_header_value
+from harness.wire.http.limits import ListenLimits
 from harness.wire.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 
@@ -59,6 +61,19 @@ FLAGS: tuple[Flag, ...] = (
          "address (127.0.0.1) unless you mean otherwise."),
     Flag("--allowed-origin", "ORIGIN", "With --listen: a browser Origin allowed besides local "
          "ones (e.g. https://app.example); repeatable.", repeatable=True),
+    *(Flag(name, metavar, f"With --listen: {text}") for name, metavar, text in (
+        ("--max-sessions", "N", "sessions open at once (default 32); each holds an upstream "
+         "connection (a process, for a command). Over it a new session is answered 503."),
+        ("--session-idle-timeout", "S", "seconds a session may go without a request before it "
+         "ends and its upstream stops (default 600)."),
+        ("--max-connections", "N", "HTTP connections open at once (default 256); over it, or "
+         "short of file descriptors, a connection is answered 503."),
+        ("--http-header-timeout", "S", "seconds a request's head may take once begun (default "
+         "10); a slower connection is closed."),
+        ("--http-body-timeout", "S", "seconds a request's body may take (default 30); then 408."),
+        ("--http-idle-timeout", "S", "seconds a connection may stay open without a request in "
+         "progress (default 60)."),
+    )),
     Flag("--upstream-arg", "ARG", "One argument for the upstream; repeat the flag for more. "
          "May contain commas.", repeatable=True),
     Flag("--upstream-args", "A,B", "Comma-separated upstream arguments (no commas inside); they "
@@ -129,6 +144,7 @@ class ProxyConfig:
     upstream_headers: tuple[HeaderSpec, ...] = ()
     listen: tuple[str, int] | None = None
     allowed_origins: tuple[str, ...] = ()
+    listen_limits: ListenLimits = field(default_factory=ListenLimits)  # V10
 
 
 @dataclass
@@ -319,6 +335,7 @@ def parse(argv: list[str]) -> Parsed:
             upstream_headers=headers,
             listen=_listen(one["--listen"]) if "--listen" in one else None,
             allowed_origins=_origins(values, "--listen" in one),
+            listen_limits=_listen_limits(one, "--listen" in one),
             upstream_args=tuple(args),
             upstream_cwd=one.get("--upstream-cwd"),
             upstream_env=env,
@@ -354,6 +371,11 @@ def proxy_argv(config: ProxyConfig) -> list[str]:
         host, port = config.listen
         argv += [f"--listen=[{host}]:{port}" if ":" in host else f"--listen={host}:{port}"]
         argv += [f"--allowed-origin={origin}" for origin in config.allowed_origins]
+        limits = config.listen_limits
+        for flag, name in _LIMIT_FLAGS.items():
+            value = getattr(limits, name)
+            if value != getattr(ListenLimits(), name):
+                argv += [flag, repr(value)]
     plan = config.plan
     if plan.scenario:
         argv += ["--scenario", plan.scenario]
@@ -467,6 +489,32 @@ def _listen(text: str) -> tuple[str, int]:
         raise UsageError(f"--listen expects HOST:PORT (e.g. 127.0.0.1:8765), got {text!r}")
     host = host.strip("[]") or "127.0.0.1"
     return host, int(port)
+
+
+_LIMIT_FLAGS = {  # V10: flag -> ListenLimits field (counts are integers, times seconds)
+    "--max-sessions": "max_sessions",
+    "--session-idle-timeout": "session_idle_s",
+    "--max-connections": "max_connections",
+    "--http-header-timeout": "header_timeout_s",
+    "--http-body-timeout": "body_timeout_s",
+    "--http-idle-timeout": "idle_timeout_s",
+}
+
+
+def _listen_limits(one: dict[str, str], listening: bool) -> ListenLimits:
+    """V10: the listener's bounds; each a positive number, and only with --listen."""
+    given: dict[str, Any] = {}
+    for flag, name in _LIMIT_FLAGS.items():
+        if flag not in one:
+            continue
+        if not listening:
+            raise UsageError(f"{flag} works only with --listen")
+        count = name.startswith("max_")
+        value = _number(flag, one[flag], int if count else float)
+        if not value > 0 or value == float("inf"):  # `not >`: NaN is refused too
+            raise UsageError(f"{flag} must be a number above 0, got {one[flag]!r}")
+        given[name] = int(value) if count else float(value)
+    return ListenLimits(**given)
 
 
 def _origins(values: dict[str, list[str]], listening: bool) -> tuple[str, ...]:

@@ -7,13 +7,16 @@ this part follows one tool call from its arrival to the answer the agent receive
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from harness.base import jsonutil
+from harness.base.errors import ReportFileError
+from harness.base.jsonscan import ScanError, top_level
 from harness.faults import HttpFault
 from harness.proxy.audit import AUDIT_TOOLS, answer_audit_call
 from harness.proxy.batch import Reply
-from harness.proxy.jsonscan import ScanError, top_level
 from harness.proxy.messages import (
     Message,
     UnreadableAnswer,
@@ -21,16 +24,20 @@ from harness.proxy.messages import (
     error_body,
     error_result,
     id_key,
+    usable_id,
 )
 from harness.proxy.order import InTurn, Turn
 from harness.proxy.tasks import task_id_of
 from harness.session import Ticket
-from harness.wire.http.lines import tagged
+from harness.wire.http.lines import has_related, related_of, settle, tagged, with_receipt
+from harness.wire.transport import StreamClosed
 
 if TYPE_CHECKING:
     from harness.proxy.router import Proxy
 
 INVALID_PARAMS = -32602
+CLOSED = "the agent's connection had closed"
+Key = tuple[str, Any]
 AUDIT_NAMES = frozenset(t["name"] for t in AUDIT_TOOLS)
 
 
@@ -136,7 +143,7 @@ class CallHandling:
         if self.unrecordable is not None:  # its CallReceived could not be written: not sent
             self.session.upstream_failed(ticket, "unavailable", error=str(self.unrecordable))
             self.session.answered(ticket, is_error=True, source="harness")
-            await reply(self._not_recorded(rpc_id))
+            await self._give(ticket, reply, self._not_recorded(rpc_id))
             return
         key = id_key(rpc_id)
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
@@ -150,7 +157,8 @@ class CallHandling:
         except TimeoutError:
             self._pending.pop(key, None)
             self.tasks.calls.pop(key, None)
-            self._abandoned.add(key)
+            # E5: its answer may still come; it is recorded then (a task's answer is no outcome)
+            self._abandon(key, ticket if task is None else None, params)
             self.session.upstream_failed(ticket, "timeout")
             text = f"The upstream did not answer within {self.config.upstream_timeout_s:g} s."
             await self._answer(ticket, rpc_id, error_result(text), "harness", reply, task)
@@ -200,7 +208,7 @@ class CallHandling:
                 return
             self.session.answered(ticket, is_error=result.get("isError") is True)
             self._report("running")
-            await reply(answer.line)  # X3: the upstream's answer exactly as sent
+            await self._give(ticket, reply, answer.line)  # X3: the answer exactly as sent
             return
         error = answer.get("error")
         if getattr(answer.line, "stream_cut", False):
@@ -221,7 +229,7 @@ class CallHandling:
             self.session.upstream_failed(ticket, "error", error=error)
             self.session.answered(ticket, is_error=True)
             self._report("running")
-            await reply(answer.line)
+            await self._give(ticket, reply, answer.line)
             return
         await self._unusable_answer(ticket, rpc_id, _unusable(answer), reply, task)
 
@@ -273,7 +281,7 @@ class CallHandling:
             self.session.answered(ticket, is_error=True, source="fault")
             self._report("running")
             code, text = fault.error()
-            await reply(tagged(error_body(rpc_id, code, text), **fault.hints()))
+            await self._give(ticket, reply, tagged(error_body(rpc_id, code, text), **fault.hints()))
             return
         await self._answer(ticket, rpc_id, answer, "fault", reply, task)
 
@@ -290,9 +298,96 @@ class CallHandling:
         self._report("running")
         if task is not None:  # X12: the shape the client asked for, a task that failed
             result = self._mint_task(task, result)
-        await self._reply(rpc_id, result, reply)
+        body = {"jsonrpc": "2.0", "id": rpc_id, "result": self.revision.own_result(result)}
+        await self._give(ticket, reply, jsonutil.dumps(body).encode())
+
+    async def _give(self: Proxy, ticket: Ticket, reply: Reply, line: bytes) -> None:
+        """Send a call's answer (recorded as sent); should it never reach the agent, that is
+        recorded too (E5). An answer that goes out with its batch is the batch's."""
+        await self._deliver_answer(reply, line, [] if ticket.batch is not None else [ticket.seq])
+
+    async def _deliver_answer(self: Proxy, reply: Reply, line: bytes, seqs: list[int]) -> None:
+        """`reply(line)`; an HTTP agent's transport settles the line's receipt when it knows
+        whether the answer reached the agent, a stdio agent's write either works or raises."""
+        receipt = self._receipt(seqs) if seqs else None
+        if receipt is not None and getattr(self.client_out, "settles_receipts", False):
+            line = with_receipt(line, receipt)
+            receipt = None
+        try:
+            await reply(line)
+        except StreamClosed:
+            settle(line, CLOSED)
+            if receipt is not None:
+                receipt(CLOSED)
+            raise
+
+    def _receipt(self: Proxy, seqs: list[int]) -> Callable[[str | None], None]:
+        """E5: what to do when the transport says whether an answer reached the agent."""
+
+        def heard(lost: str | None) -> None:
+            if lost is None:
+                return
+            for seq in seqs:
+                self.session.not_delivered(seq, lost)
+            with contextlib.suppress(ReportFileError):  # then fatal: run() re-raises it
+                self._report("running")
+
+        return heard
+
+    def _abandon(self: Proxy, key: Key, ticket: Ticket | None, params: dict[str, Any]) -> None:
+        """E5: the proxy answered the call itself (--upstream-timeout). Its late answer will be
+        recorded; what the upstream goes on sending for it (progress, messages on its stream)
+        is not forwarded: the call is over for the agent."""
+        self._abandoned[key] = ticket
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        if token is not None and usable_id(token):
+            self._silenced[id_key(token)] = key
+
+    def _late(self: Proxy, key: Key, answer: Message | None, unreadable: str | None = None) -> None:
+        """E5: the answer to a call the proxy gave up on came after all: recorded, not sent."""
+        ticket = self._abandoned.pop(key, None)
+        for token in [t for t, k in self._silenced.items() if k == key]:
+            del self._silenced[token]
+        self._dropped.pop(key, None)
+        if ticket is None:
+            return
+        if answer is None:
+            self.session.late_answer(ticket, error={"message": unreadable})
+        else:
+            result = answer.get("result") if answer.data is not None else _shallow(answer, "result")
+            self.session.late_answer(ticket, result=result, error=answer.get("error"))
+        self.log(
+            f"the upstream answered call {ticket.seq} ({ticket.tool}) after --upstream-timeout: "
+            "recorded (the agent had its timeout)"
+        )
+        self._report("running")
+
+    def _after_its_call(self: Proxy, line: bytes, message: Message | None) -> bool:
+        """E5: whether `line` belongs to a call the proxy already answered with a timeout (and
+        is therefore not forwarded; the first such message of a call is said once)."""
+        if not self._abandoned:
+            return False
+        key: Key | None = None
+        if has_related(line) and usable_id(related_of(line)):
+            key = id_key(related_of(line))
+        elif message is not None and message.get("method") == "notifications/progress":
+            params = message.get("params")
+            token = params.get("progressToken") if isinstance(params, dict) else None
+            key = self._silenced.get(id_key(token)) if usable_id(token) else None
+        if key is None or key not in self._abandoned:
+            return False
+        count = self._dropped.get(key, 0)
+        self._dropped[key] = count + 1
+        if count == 0:
+            self.log(
+                "WARNING: the upstream goes on sending messages for a call already answered with "
+                "a timeout; they are not forwarded"
+            )
+        return True
 
     async def _reply(self: Proxy, rpc_id: Any, result: dict[str, Any], reply: Reply) -> None:
+        """An answer of the proxy's own that is not a judged call's (the audit tools)."""
         body = {"jsonrpc": "2.0", "id": rpc_id, "result": self.revision.own_result(result)}
         await reply(jsonutil.dumps(body).encode())
 

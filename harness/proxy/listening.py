@@ -123,6 +123,7 @@ async def serve_listening(
         start_lane=start_lane,
         max_bytes=config.max_message_bytes,
         allowed_origins=config.allowed_origins,
+        limits=config.listen_limits,
         log=log,
     )
     reason = ["stopped"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.base import jsonutil
-from harness.proxy.jsonscan import ScanError, array_elements, top_level
+from harness.base.jsonscan import ScanError, array_elements, top_level
 
 
 class UpstreamGone(Exception):

@@ -11,6 +11,7 @@ it, and is sent at once when there are none (the common case costs nothing).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from harness.proxy.batch import Reply
 
@@ -58,11 +59,35 @@ class InTurn:
         self.turn.release()
 
 
+# V11: bytes of messages waiting for their turn, at most; past it the reader of the upstream
+# waits (up to --upstream-timeout, so that a turn that needs the upstream cannot deadlock it).
+WAITING_BYTES = 4 * 1024 * 1024
+
+
 class Order:
     """The turns still open in one session, as a chain."""
 
     def __init__(self) -> None:
         self._tail: asyncio.Future[None] | None = None
+        self.waiting = 0  # bytes of messages handed to tasks that wait for their turn
+        self._room = asyncio.Event()
+        self._room.set()
+
+    def hold(self, size: int) -> None:
+        self.waiting += size
+        if self.waiting > WAITING_BYTES:
+            self._room.clear()
+
+    def release(self, size: int) -> None:
+        self.waiting -= size
+        if self.waiting <= WAITING_BYTES:
+            self._room.set()
+
+    async def room(self, timeout_s: float) -> None:
+        """Until the messages waiting for their turn hold no more than WAITING_BYTES."""
+        if not self._room.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._room.wait(), timeout_s)
 
     def clear(self) -> bool:
         """No message handed over earlier is still waiting to be sent."""

@@ -42,7 +42,7 @@ from harness.proxy.order import Order, Turn
 from harness.proxy.refusals import INVALID_REQUEST, Refusals
 from harness.proxy.revision import ClientRevision
 from harness.proxy.tasks import TASK_METHODS, TaskBook, TaskHandling
-from harness.session import CURRENT_BATCH, BatchHold, Session
+from harness.session import CURRENT_BATCH, BatchHold, Session, Ticket
 from harness.wire.transport import LineReader, LineWriter, MessageTooLarge, StreamClosed
 
 # X6: after a signal, answers that arrive this long still count.
@@ -83,7 +83,11 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         self._to_upstream_order = Order()  # X9: and the client's reach the upstream so
         self._turns: dict[tuple[str, Any], Turn] = {}  # a call's answer, handed to its task
         self._list_pages: dict[tuple[str, Any], bool] = {}  # client tools/list: first page?
-        self._abandoned: set[tuple[str, Any]] = set()
+        # E5: calls answered with a timeout whose late answer is still recorded (their ticket;
+        # None when only the id stays taken), their progress tokens, messages not forwarded
+        self._abandoned: dict[tuple[str, Any], Ticket | None] = {}
+        self._silenced: dict[tuple[str, Any], tuple[str, Any]] = {}
+        self._dropped: dict[tuple[str, Any], int] = {}
         # Client requests passed through as they came: id and where their answer goes.
         self._forwarded: dict[tuple[str, Any], tuple[Any, Reply]] = {}
         self._calls_in_flight: set[tuple[str, Any]] = set()  # tools/call ids not yet answered
@@ -246,7 +250,7 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         async def send(line: bytes) -> None:
             self.session.batch_sent(hold)
             self._report("running")
-            await self._to_client(line)
+            await self._deliver_answer(self._to_client, line, [s for s, _, _ in hold.held])
 
         collector = BatchReply(send)
         taking_apart = CURRENT_BATCH.set(hold)
@@ -377,6 +381,9 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
             return
         if isinstance(parsed, Unreadable) and parsed.rpc_id is not None:
             key = id_key(parsed.rpc_id)
+            if key in self._abandoned:  # E5: a late answer, unreadable: recorded, not sent
+                self._late(key, None, f"its answer could not be read ({parsed.reason})")
+                return
             future = self._pending.pop(key, None)
             if future is not None:  # one error answer for it, never the raw bytes as well
                 if not future.done():
@@ -397,8 +404,8 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
                     future.set_result(message)
                 return
             if key in self._abandoned:
-                self._abandoned.discard(key)
-                return  # a late answer to a call already answered with a timeout
+                self._late(key, message)  # E5: recorded; the agent already had its timeout
+                return
             _, reply = self._forwarded.pop(key, (None, self._to_client))
             self._cancelled.discard(key)
             self._settled.set()
@@ -414,6 +421,8 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
                 line = self._with_audit_tools(message) or line
             await self._deliver(reply, line)
             return
+        if self._after_its_call(line, message):
+            return  # E5: for a call already answered with a timeout
         if message is not None and message.get("method") == "notifications/tasks/status":
             turn = self._order.turn()
             self._spawn_in(turn, self._task_status(message, turn.wrap(self._to_client)))
@@ -449,9 +458,18 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         task of its own that waits its turn (the common case costs no task)."""
         if order.clear():
             await send(line)
-        else:
-            turn = order.turn()
-            self._spawn_in(turn, turn.wrap(send)(line))
+            return
+        await order.room(self.config.upstream_timeout_s)  # V11: a slow client holds us back
+        turn = order.turn()
+        order.hold(len(line))
+
+        async def in_its_turn() -> None:
+            try:
+                await turn.wrap(send)(line)
+            finally:
+                order.release(len(line))
+
+        self._spawn_in(turn, in_its_turn())
 
     def _upstream_lost(self, gone: UpstreamGone) -> None:
         if self.upstream_gone is not None:

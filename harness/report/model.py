@@ -78,13 +78,15 @@ class Operation(ReportPart):
     # EXECUTED_ONCE, DUPLICATE, NOT_EXECUTED, REJECTED, EXECUTION_UNKNOWN, IDEMPOTENT_REPEAT
     # (E1: repeated by a tool declared idempotent; never a duplicate)
     outcome: str
+    late_answers: int | None = None  # E5: answers after --upstream-timeout (they count)
+    undelivered_answers: int | None = None  # E5: answers the agent never got (absent: 0)
 
 
 class Duplicate(ReportPart):
     """How a DUPLICATE_EXECUTION happened (J1, J11, K6)."""
 
     key_use: str  # no_key, same_key, new_key, mixed
-    after_timeout: bool
+    after_timeout: bool  # after a timeout, or an answer that never reached the agent (E5)
     verified_before: bool
     parallel: bool
     upstream_responses_identical: bool

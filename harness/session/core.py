@@ -183,6 +183,21 @@ class Session:
         if ticket.fault is not None and ticket.fault.after_execution:
             self.plan.upstream_answered(ticket.seq, executed=False)
 
+    def late_answer(self, ticket: Ticket, result: Any = None, error: Any = None) -> None:
+        """E5: the upstream answered after the proxy stopped waiting (--upstream-timeout): a
+        result makes the attempt executed (or rejected), whatever the agent was told."""
+        if isinstance(result, Mapping) and result.get("resultType") in (None, COMPLETE):
+            is_error = result.get("isError") is True
+            self.recorder.upstream(
+                ticket.seq, "result", is_error=is_error, result=result, late=True
+            )
+        else:
+            self.recorder.upstream(ticket.seq, "error", error=error, late=True)
+
+    def not_delivered(self, seq: int, reason: str) -> None:
+        """E5: the answer to call `seq` (already recorded as sent) never reached the agent."""
+        self.recorder.undelivered(seq, reason)
+
     def answered(self, ticket: Ticket, is_error: bool, source: AnswerSource = "upstream") -> None:
         hold = ticket.batch
         if hold is not None and not hold.sent:

@@ -17,6 +17,7 @@ from harness.base import jsonutil
 from harness.events import (
     AnswerSent,
     AnswerSource,
+    AnswerUndelivered,
     CallReceived,
     FaultApplied,
     FaultNotApplicable,
@@ -184,6 +185,7 @@ class Recorder:
         is_error: bool = False,
         result: Any = None,
         error: Any = None,
+        late: bool = False,
     ) -> None:
         self._emit(
             UpstreamAnswered(
@@ -193,11 +195,16 @@ class Recorder:
                 is_error=is_error,
                 result_digest=None if result is None else result_digest(result),
                 error=error,
+                late=late,
             )
         )
 
     def answer(self, seq: int, is_error: bool, source: AnswerSource = "upstream") -> None:
         self._emit(AnswerSent(t_ns=self.clock(), seq=seq, is_error=is_error, source=source))
+
+    def undelivered(self, seq: int, reason: str) -> None:
+        """E5: the answer to call `seq` did not reach the agent."""
+        self._emit(AnswerUndelivered(t_ns=self.clock(), seq=seq, reason=reason))
 
     def end(self, reason: str) -> None:
         self._emit(SessionEnded(t_ns=self.clock(), reason=reason))

@@ -252,7 +252,16 @@ class UpstreamProcess:
                 f"cannot start upstream {command!r}: {exc.strerror or exc}"
             ) from exc
         # V7: its group dies with us, even if we are SIGKILLed.
-        return cls(proc, max_bytes, await GroupSupervisor.start(proc.pid))
+        try:
+            supervisor = await GroupSupervisor.start(proc.pid)
+        except OSError as exc:  # e.g. out of file descriptors (V10): no unwatched upstream
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+            raise UpstreamError(
+                f"cannot start upstream {command!r}: {exc.strerror or exc}"
+            ) from exc
+        return cls(proc, max_bytes, supervisor)
 
     async def _pump_stderr(self) -> None:
         stream = self.proc.stderr

@@ -1,4 +1,4 @@
-"""The proxy's top-level JSON scanner (harness/proxy/jsonscan.py, X7 X10) against json itself."""
+"""The proxy's top-level JSON scanner (harness/base/jsonscan.py, X7 X10) against json itself."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.proxy.jsonscan import ScanError, array_elements, top_level
+from harness.base.jsonscan import ScanError, array_elements, top_level
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),

@@ -13,6 +13,7 @@ from harness.faults import ANY_TRANSPORT, FAULTS, PARAMS, users_of
 from harness.proxy import ClassifierConfig, PlanConfig, ProxyConfig, parse, proxy_argv
 from harness.proxy.args import FLAGS
 from harness.wire.http.headers import HeaderSpec, SecretValue
+from harness.wire.http.limits import ListenLimits
 from harness.wire.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 # Free text: anything but NUL (not allowed in argv) and not empty (X1 refuses empty values).
@@ -146,6 +147,7 @@ def test_x1_proxy_argv_writes_every_flag_that_sets_something() -> None:  # X1
         upstream_headers=(HeaderSpec("A", value=SecretValue("b")), HeaderSpec("C", env="D")),
         listen=("127.0.0.1", 0),
         allowed_origins=("https://app.example",),
+        listen_limits=ListenLimits(1, 2.0, 3, 4.0, 5.0, 6.0),  # V10: none at its default
     )
     written = {
         arg.partition("=")[0]

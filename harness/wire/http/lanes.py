@@ -16,15 +16,19 @@ the GET stream when there are several or none.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
-from harness.wire.http.lines import LineQueue, has_related, id_key, peek, related_of
-from harness.wire.http.streams import Stream
+from harness.wire.http.ids import IdScope
+from harness.wire.http.lines import LineQueue, has_related, id_key, peek, related_of, settle
+from harness.wire.http.streams import UNREAD, Stream
 from harness.wire.transport import StreamClosed
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-BACKLOG = 1000  # messages kept for a GET stream that is not open yet
+BACKLOG_BYTES = 4 * 1024 * 1024  # V11: messages kept for a GET stream not open yet (newest)
+INBOX_BYTES = 4 * 1024 * 1024  # V11: the agent's messages read ahead of the router, at most
 _UNRELATED = frozenset(
     {
         "notifications/tools/list_changed",
@@ -38,20 +42,29 @@ _UNRELATED = frozenset(
 class Lane:
     """One agent session: its streams, and the line pair its router reads and writes."""
 
+    settles_receipts = True  # E5: it says whether each answer reached the agent (lines.settle)
+
     def __init__(self, session_id: str | None) -> None:
         self.session_id = session_id
         self.modern = session_id is None
+        self.scope = IdScope() if self.modern else None  # V12: ids scoped per HTTP request
         self.version: str | None = None
-        self.inbox = LineQueue()  # the router's client_in
+        self.inbox = LineQueue(max_bytes=INBOX_BYTES)  # the router's client_in (V11)
         self.streams: dict[tuple[str, Any], Stream] = {}
         self.by_stream_id: dict[str, Stream] = {}
         self.standalone: Stream | None = None
-        self.backlog: deque[bytes] = deque(maxlen=BACKLOG)
+        self.backlog: deque[bytes] = deque()
+        self.backlog_bytes = 0
         self.initialize_id: tuple[str, Any] | None = None
         self._progress: dict[tuple[str, Any], Stream] = {}
         self._server_requests: dict[tuple[str, Any], Stream] = {}
+        self._unread_ids: dict[tuple[str, Any], str] = {}  # requests whose stream was not read
         self.closed = False
+        self.busy = 0  # V10: requests of this session in progress (a held stream counts)
+        self.last_active = time.monotonic()  # V10: when the last of them ended
         self.task: asyncio.Task[Any] | None = None
+        # V10/V11: a limit met, said once per condition (the listener's Conditions.hit)
+        self.warn: Callable[[str, str], None] = lambda name, line: None
         self.upstream: Any = None
 
     # -- agent -> router ---------------------------------------------------------------------
@@ -70,12 +83,19 @@ class Lane:
                 self._progress[id_key(token)] = stream
 
     def send(self, line: bytes) -> None:
-        """A message from the agent, on to the router."""
+        """A message of the proxy's own for the router (a cancellation): never waits."""
         self.inbox.put(line)
+
+    async def submit(self, line: bytes) -> None:
+        """A message from the agent, on to the router; waits while the router is behind (V11:
+        the agent's POST is answered later, its body is not piled up)."""
+        await self.inbox.put_wait(line)
 
     def forget(self, stream: Stream) -> None:
         """A stream that is finished: drop what points at it."""
         self.by_stream_id.pop(stream.id, None)
+        if self.scope is not None:
+            self.scope.forget(stream.waiting)
         for table in (self.streams, self._progress, self._server_requests):
             for key in [k for k, s in table.items() if s is stream]:
                 del table[key]
@@ -90,28 +110,60 @@ class Lane:
         message = peek(line)
         first = message[0] if isinstance(message, list) and message else message
         if isinstance(first, dict) and "method" not in first and "id" in first:
-            self._answer(line, first)
+            batch = message if isinstance(message, list) else [first]
+            self._answer(line, first, [m for m in batch if isinstance(m, dict)])
             return
         target = self._target(line, first)
         if isinstance(first, dict) and "id" in first and target is not None:
             self._server_requests[id_key(first["id"])] = target
         if target is not None:
             target.put(line)
+            if target.overflowed:
+                self._unread(target)
         elif not self.modern:
-            self.backlog.append(line)  # for the GET stream when the agent opens one
+            self._keep(line)  # for the GET stream when the agent opens one
+
+    def _keep(self, line: bytes) -> None:
+        """V11: the backlog keeps the newest BACKLOG_BYTES (the oldest go first)."""
+        self.backlog.append(line)
+        self.backlog_bytes += len(line)
+        while self.backlog_bytes > BACKLOG_BYTES and len(self.backlog) > 1:
+            self.backlog_bytes -= len(self.backlog.popleft())
+
+    def _unread(self, stream: Stream) -> None:
+        """V11: a stream closed because its agent did not read it: nothing goes there again."""
+        for key in [k for k, s in self.streams.items() if s is stream]:
+            self._unread_ids[key] = UNREAD  # E5: why its answer will not be delivered
+        self.forget(stream)
+        self.warn(
+            "unread",
+            "closed an agent's stream it did not read (4 MiB waiting): the answers on it count "
+            "as not delivered; further ones are closed without a line",
+        )
 
     async def close(self) -> None:
         """The router is done writing; nothing to close at the HTTP level here."""
 
-    def _answer(self, line: bytes, message: dict[str, Any]) -> None:
+    def _answer(self, line: bytes, message: dict[str, Any], batch: list[dict[str, Any]]) -> None:
+        """A response, or a batch of them (X10: a batch's answers come back as one line, on
+        the stream of the POST that carried the batch: every id of it is answered)."""
         key = id_key(message.get("id"))
         if key == self.initialize_id:
             result = message.get("result")
             if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
                 self.version = result["protocolVersion"]
-        stream = self.streams.pop(key, None)
-        if stream is not None:
-            stream.put(line, answers=key)
+        keys = [id_key(m.get("id")) for m in batch] or [key]
+        streams = [s for s in (self.streams.pop(k, None) for k in keys) if s is not None]
+        if self.scope is not None:
+            line = self.scope.restore(line)  # V12: the agent's own id again
+        unread = [why for why in (self._unread_ids.pop(k, None) for k in keys) if why]
+        if not streams:  # E5: its stream is gone (closed, reset, cancelled, not read)
+            settle(line, unread[0] if unread else "the agent's stream for it had closed")
+            return
+        stream = streams[0]
+        stream.put(line, answers=keys)
+        if stream.overflowed:
+            self._unread(stream)
 
     def _target(self, line: bytes, message: Any) -> Stream | None:
         if has_related(line):
@@ -143,6 +195,7 @@ class Lane:
         self.standalone = stream
         while self.backlog:
             stream.put(self.backlog.popleft())
+        self.backlog_bytes = 0
 
     def end(self) -> None:
         """The session is over: every open stream closes, the router sees EOF."""
@@ -150,6 +203,7 @@ class Lane:
             return
         self.closed = True
         self.inbox.put(None)
+        self.inbox.unbound()  # a POST still waiting to hand its message over goes on
         for stream in {id(s): s for s in self.by_stream_id.values()}.values():
             stream.close()
         if self.standalone is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 _UNSET: Any = object()
@@ -30,6 +30,9 @@ class HttpLine(bytes):
     # The agent's MCP headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*) when it
     # spoke HTTP: sent upstream as they came, so the upstream sees what the agent said.
     mcp_headers: Mapping[str, str] | None = None
+    # E5: told whether this answer reached the agent: receipt(None) delivered, receipt(reason)
+    # not delivered. Called once; the transport that delivers the line calls it.
+    receipt: Callable[[str | None], None] | None = None
 
 
 def tagged(data: bytes, **hints: Any) -> HttpLine:
@@ -38,6 +41,30 @@ def tagged(data: bytes, **hints: Any) -> HttpLine:
     for name, value in hints.items():
         setattr(line, name, value)
     return line
+
+
+def retagged(line: bytes, data: bytes) -> bytes:
+    """`data` in place of `line`, with whatever HTTP said about `line`."""
+    hints = getattr(line, "__dict__", None)
+    if not hints:
+        return data
+    return tagged(data, **hints)
+
+
+def with_receipt(line: bytes, receipt: Callable[[str | None], None]) -> bytes:
+    """`line` (or an HttpLine of it) carrying `receipt` (E5)."""
+    if isinstance(line, HttpLine):
+        line.receipt = receipt
+        return line
+    return tagged(line, receipt=receipt)
+
+
+def settle(line: bytes, lost: str | None = None) -> None:
+    """E5: whether `line` reached the agent (`lost`: why not); its receipt hears it once."""
+    receipt = getattr(line, "receipt", None)
+    if receipt is not None:
+        line.receipt = None  # type: ignore[attr-defined]
+        receipt(lost)
 
 
 def related_of(line: bytes) -> Any:
@@ -63,13 +90,37 @@ def id_key(rpc_id: Any) -> tuple[str, Any]:
 
 
 class LineQueue:
-    """Lines handed over between tasks; reading an exception raises it, None is EOF."""
+    """Lines handed over between tasks; reading an exception raises it, None is EOF.
 
-    def __init__(self) -> None:
+    V11: with `max_bytes`, `put_wait` waits while the lines not yet read hold that many bytes
+    (one line is always let in), so a fast writer is held back by a slow reader instead of
+    filling memory; `put` never waits (errors, EOF, small answers of the proxy's own).
+    """
+
+    def __init__(self, max_bytes: int | None = None) -> None:
         self.queue: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue()
+        self.max_bytes = max_bytes
+        self.held = 0  # bytes of lines not yet read
+        self._room = asyncio.Event()
+        self._room.set()
 
     def put(self, item: bytes | BaseException | None) -> None:
+        if isinstance(item, bytes):
+            self.held += len(item)
+            if self.max_bytes is not None and self.held >= self.max_bytes:
+                self._room.clear()
         self.queue.put_nowait(item)
+
+    async def put_wait(self, item: bytes) -> None:
+        """`put`, once the lines waiting to be read leave room (V11)."""
+        while self.max_bytes is not None and self.held > 0 and not self._room.is_set():
+            await self._room.wait()
+        self.put(item)
+
+    def unbound(self) -> None:
+        """Nobody will read the lines any more (EOF is queued): writers no longer wait."""
+        self.max_bytes = None
+        self._room.set()
 
     async def read_line(self) -> bytes | None:
         item = await self.queue.get()
@@ -78,4 +129,7 @@ class LineQueue:
             return None
         if isinstance(item, BaseException):
             raise item
+        self.held -= len(item)
+        if self.max_bytes is None or self.held < self.max_bytes:
+            self._room.set()
         return item

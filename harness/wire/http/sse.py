@@ -69,9 +69,7 @@ class SseParser:
     def _dispatch(self) -> SseEvent | None:
         if not self._seen_field:
             return None
-        event = SseEvent(
-            b"\n".join(self._data), self._event or "message", self._id, self._retry
-        )
+        event = SseEvent(b"\n".join(self._data), self._event or "message", self._id, self._retry)
         self._data, self._size, self._event = [], 0, ""
         self._id, self._retry, self._seen_field = None, None, False
         return event

@@ -25,12 +25,13 @@ import contextlib
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import aiohttp
 
 from harness.base.errors import UpstreamError
 from harness.wire.http import headers as h
+from harness.wire.http.client import PolicyClient, RedirectRefused, redact_url
 from harness.wire.http.lines import HttpLine, LineQueue, id_key, peek, tagged
 from harness.wire.http.sse import EventTooLarge, SseParser, one_line
 from harness.wire.transport import MessageTooLarge
@@ -41,16 +42,7 @@ INTERNAL_ERROR = -32603
 DEFAULT_RETRY_MS = 1000
 RESUME_ATTEMPTS = 2  # consecutive failed reconnections before a stream is given up
 CONNECT_TIMEOUT_S = 10.0
-
-
-def redact_url(url: str) -> str:
-    """The URL without user name and password (V3)."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, "***@" + netloc, parts.path, parts.query, parts.fragment))
+INBOX_BYTES = 4 * 1024 * 1024  # V11: upstream messages read ahead of the router, at most
 
 
 class HttpUpstream:
@@ -68,7 +60,8 @@ class HttpUpstream:
         self._auth = dict(auth)
         self._max = max_bytes
         self._log = log
-        self._inbox = LineQueue()
+        # V11: a flooding upstream is read no faster than the proxy passes its messages on
+        self._inbox = LineQueue(max_bytes=INBOX_BYTES)
         self.reader = self._inbox
         self.writer = self
         self.session_id: str | None = None
@@ -86,10 +79,14 @@ class HttpUpstream:
         self._session_ready = asyncio.Event()
         self._session_ready.set()
         self._renewals = 0
-        self._http = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0),
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S),
-            auto_decompress=True,
+        # V9: every request goes through one redirect policy (client.py)
+        self._http = PolicyClient(
+            aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S),
+                auto_decompress=True,
+            ),
+            log,
         )
 
     @classmethod
@@ -148,8 +145,11 @@ class HttpUpstream:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.session_id is not None:
             with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
-                async with self._http.delete(
-                    self.url, headers=self._base_headers(), timeout=aiohttp.ClientTimeout(total=2)
+                async with self._http.request(
+                    "DELETE",
+                    self.url,
+                    headers=self._base_headers(),
+                    timeout=aiohttp.ClientTimeout(total=2),
                 ):
                     pass
         await self._http.close()
@@ -229,8 +229,13 @@ class HttpUpstream:
         await self._session_ready.wait()
         headers = {**self._headers_for(line, message), "Content-Type": "application/json"}
         try:
-            async with self._http.post(self.url, data=bytes(line), headers=headers) as resp:
+            async with self._http.request(
+                "POST", self.url, data=bytes(line), headers=headers
+            ) as resp:
                 await self._answer(resp, message, rpc_id)
+        except RedirectRefused as exc:  # V9: said once by the client; the call fails here
+            self.last_error = str(exc)
+            self._error(rpc_id, INTERNAL_ERROR, str(exc))
         except (aiohttp.ClientError, OSError) as exc:
             self.last_error = f"{type(exc).__name__}: {exc}"
             self._error(rpc_id, CONNECTION_CLOSED, f"the upstream could not be reached ({exc})")
@@ -241,13 +246,17 @@ class HttpUpstream:
             if post is not None and post[0] is asyncio.current_task():
                 del self._posts[key]
 
-    async def _answer(self, resp: aiohttp.ClientResponse, message: dict[str, Any], rpc_id: Any) -> None:
+    async def _answer(
+        self, resp: aiohttp.ClientResponse, message: dict[str, Any], rpc_id: Any
+    ) -> None:
         method = message.get("method")
         if method == "initialize" and resp.status < 300:
             self.session_id = resp.headers.get(h.SESSION_HEADER) or self.session_id
         kind = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if resp.status == 202:
-            self._error(rpc_id, INVALID_REQUEST, "the upstream answered a request with 202 Accepted")
+            self._error(
+                rpc_id, INVALID_REQUEST, "the upstream answered a request with 202 Accepted"
+            )
             return
         if resp.status >= 400:
             await self._http_error(resp, kind, message, rpc_id)
@@ -255,11 +264,15 @@ class HttpUpstream:
         if kind == "application/json":
             body = one_line(await self._read_all(resp))
             self._learn(method, body)
-            self._deliver(tagged(body, related=rpc_id, http_status=resp.status, content_type="json"))
+            await self._deliver(
+                tagged(body, related=rpc_id, http_status=resp.status, content_type="json")
+            )
         elif kind == "text/event-stream":
             await self._sse(resp, message, rpc_id)
         else:
-            self._error(rpc_id, INVALID_REQUEST, f"the upstream answered with {kind or 'no'} content type")
+            self._error(
+                rpc_id, INVALID_REQUEST, f"the upstream answered with {kind or 'no'} content type"
+            )
 
     async def _http_error(
         self, resp: aiohttp.ClientResponse, kind: str, message: dict[str, Any], rpc_id: Any
@@ -276,15 +289,21 @@ class HttpUpstream:
             if parsed.get("id") != rpc_id:  # a server that could not read the id says null
                 parsed["id"] = rpc_id
                 body = json.dumps(parsed, separators=(",", ":"), ensure_ascii=False).encode()
-            self._deliver(tagged(body, related=rpc_id, http_status=status, content_type="json"))
+            await self._deliver(
+                tagged(body, related=rpc_id, http_status=status, content_type="json")
+            )
             return
         if status == 404 and self.session_id is not None and h.envelope_version(message) is None:
             self._error(rpc_id, INVALID_REQUEST, "Session terminated", status=404)
             return
         self.last_error = f"HTTP {status} {resp.reason or ''}".strip()
-        self._error(rpc_id, INTERNAL_ERROR, f"the upstream answered {self.last_error}", status=status)
+        self._error(
+            rpc_id, INTERNAL_ERROR, f"the upstream answered {self.last_error}", status=status
+        )
 
-    async def _sse(self, resp: aiohttp.ClientResponse, message: dict[str, Any], rpc_id: Any) -> None:
+    async def _sse(
+        self, resp: aiohttp.ClientResponse, message: dict[str, Any], rpc_id: Any
+    ) -> None:
         parser = SseParser(self._max)
         if await self._relay(resp, parser, message, rpc_id):
             return
@@ -294,7 +313,7 @@ class HttpUpstream:
             headers = {**self._base_headers(), h.LAST_EVENT_ID_HEADER: parser.last_event_id}
             headers["Accept"] = "text/event-stream"
             try:
-                async with self._http.get(self.url, headers=headers) as again:
+                async with self._http.request("GET", self.url, headers=headers) as again:
                     if again.status >= 400:
                         failures += 1
                         continue
@@ -327,9 +346,11 @@ class HttpUpstream:
                 and ("result" in parsed or "error" in parsed)
             ):
                 self._learn(message.get("method"), data, parsed)
-                self._deliver(tagged(data, related=rpc_id, http_status=resp.status, content_type="sse"))
+                await self._deliver(
+                    tagged(data, related=rpc_id, http_status=resp.status, content_type="sse")
+                )
                 return True
-            self._deliver(tagged(data, related=rpc_id))
+            await self._deliver(tagged(data, related=rpc_id))
         return False
 
     async def _renew_session(self, lost: str | None) -> None:
@@ -345,9 +366,10 @@ class HttpUpstream:
         self._renewals += 1
         body = {**self._handshake, "id": f"agent-harness-renew-{self._renewals}"}
         try:
-            async with self._http.post(
-                self.url, json=body,
-                headers={"Accept": "application/json, text/event-stream", **self._auth},
+            async with self._http.request(
+                "POST", self.url, data=json.dumps(body).encode(),
+                headers={"Accept": "application/json, text/event-stream",
+                         "Content-Type": "application/json", **self._auth},
             ) as resp:  # fmt: skip
                 await resp.read()
                 if resp.status >= 300 or h.SESSION_HEADER not in resp.headers:
@@ -356,7 +378,9 @@ class HttpUpstream:
                 self.session_id = resp.headers[h.SESSION_HEADER]
             notice = {"jsonrpc": "2.0", "method": "notifications/initialized"}
             headers = {**self._base_headers(), "Content-Type": "application/json"}
-            async with self._http.post(self.url, json=notice, headers=headers):
+            async with self._http.request(
+                "POST", self.url, data=json.dumps(notice).encode(), headers=headers
+            ):
                 pass
             self._log("the upstream forgot its session: opened a new one with the agent's "
                       "initialize (the call that met the 404 was not sent again)")  # fmt: skip
@@ -373,10 +397,14 @@ class HttpUpstream:
         await self._session_ready.wait()
         headers = {**self._headers_for(line, message), "Content-Type": "application/json"}
         try:
-            async with self._http.post(self.url, data=bytes(line), headers=headers) as resp:
+            async with self._http.request(
+                "POST", self.url, data=bytes(line), headers=headers
+            ) as resp:
                 if resp.status >= 400:
                     self.last_error = f"HTTP {resp.status} {resp.reason or ''}".strip()
                     self._log(f"WARNING: the upstream refused a message: {self.last_error}")
+        except RedirectRefused as exc:  # V9: the client said so once
+            self.last_error = str(exc)
         except (aiohttp.ClientError, OSError) as exc:
             self.last_error = f"{type(exc).__name__}: {exc}"
             self._log(f"WARNING: could not send a message to the upstream: {exc}")
@@ -390,14 +418,14 @@ class HttpUpstream:
             if parser.last_event_id is not None:
                 headers[h.LAST_EVENT_ID_HEADER] = parser.last_event_id
             try:
-                async with self._http.get(self.url, headers=headers) as resp:
+                async with self._http.request("GET", self.url, headers=headers) as resp:
                     if resp.status == 405 or resp.status >= 400:
                         return  # the server offers no such stream
                     failures = 0
                     async for raw in self._lines(resp):
                         event = parser.feed(raw)
                         if event is not None and event.data.strip() and event.event == "message":
-                            self._deliver(tagged(one_line(event.data), related=None))
+                            await self._deliver(tagged(one_line(event.data), related=None))
             except (aiohttp.ClientError, OSError):
                 failures += 1
             except (EventTooLarge, MessageTooLarge) as exc:
@@ -443,8 +471,8 @@ class HttpUpstream:
         elif method == "tools/list":
             self._params.learn(result.get("tools"))
 
-    def _deliver(self, line: HttpLine) -> None:
-        self._inbox.put(line)
+    async def _deliver(self, line: HttpLine) -> None:
+        await self._inbox.put_wait(line)  # V11: waits while the router is behind
 
     def _error(
         self, rpc_id: Any, code: int, text: str, status: int | None = None, cut: bool = False
@@ -454,4 +482,4 @@ class HttpUpstream:
         data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
         line = tagged(data, related=rpc_id, http_status=status, content_type="json")
         line.stream_cut = cut  # an HTTP agent then sees its stream close the same way
-        self._deliver(line)
+        self._inbox.put(line)  # small, one per request: never waits

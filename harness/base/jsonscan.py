@@ -61,11 +61,16 @@ def _next_item(text: str, end: int, close: str) -> int | None:
 
 def top_level(text: str) -> dict[str, str]:
     """The members of the JSON object in `text`, each value as its raw text."""
+    return {key: text[start:end] for key, (start, end) in member_spans(text).items()}
+
+
+def member_spans(text: str) -> dict[str, tuple[int, int]]:
+    """Where the value of each member of the JSON object in `text` stands: (start, end)."""
     i = _skip_ws(text, 0)
     if not text.startswith("{", i):
         raise ScanError("not a JSON object")
     i = _skip_ws(text, i + 1)
-    members: dict[str, str] = {}
+    members: dict[str, tuple[int, int]] = {}
     if text.startswith("}", i):
         return members
     while True:
@@ -77,7 +82,7 @@ def top_level(text: str) -> dict[str, str]:
             raise ScanError("':' expected")
         start = _skip_ws(text, i + 1)
         end = _value_end(text, start)
-        members[key] = text[start:end]
+        members[key] = (start, end)
         i = _next_item(text, end, "}")
         if i is None:
             return members
@@ -85,16 +90,21 @@ def top_level(text: str) -> dict[str, str]:
 
 def array_elements(text: str) -> list[str]:
     """The elements of the JSON array in `text`, each as its raw text (a batch, X10)."""
+    return [text[start:end] for start, end in element_spans(text)]
+
+
+def element_spans(text: str) -> list[tuple[int, int]]:
+    """Where each element of the JSON array in `text` stands: (start, end)."""
     i = _skip_ws(text, 0)
     if not text.startswith("[", i):
         raise ScanError("not a JSON array")
     i = _skip_ws(text, i + 1)
-    elements: list[str] = []
+    elements: list[tuple[int, int]] = []
     if text.startswith("]", i):
         return elements
     while True:
         end = _value_end(text, i)
-        elements.append(text[i:end])
+        elements.append((i, end))
         i = _next_item(text, end, "]")
         if i is None:
             return elements
