@@ -22,8 +22,10 @@ from harness.faults import FAULTS, SCENARIOS
 
 # 2: tools_listed.complete, call_received.reason_unlisted / identity_arguments / key_honoured,
 # message_refused, task_created, upstream status "input_required". 3: fault_not_applicable,
-# session_started.latency_ms (F9). Older logs still read.
-LOG_VERSION = 3
+# session_started.latency_ms (F9). 4: tools_listed.tools[].idempotent,
+# call_received.idempotent, session_started.idempotent_tools / distrust_annotations (E1) and
+# wall_ns (E7). Older logs still read.
+LOG_VERSION = 4
 
 ToolClassName = Literal["write", "read", "unclassified"]
 FaultName = Literal[tuple(FAULTS)]  # the fault registry's names (harness.faults)
@@ -56,7 +58,18 @@ class SessionStarted(_Event):
     keys_honoured: list[str] = Field(
         default_factory=list, description="K6: tool globs whose upstream deduplicates by key."
     )
+    idempotent_tools: list[str] = Field(
+        default_factory=list, description="E1: --idempotent-tools globs."
+    )
+    distrust_annotations: bool = Field(
+        False, description="E1: idempotentHint does not count, only --idempotent-tools."
+    )
     started_at: str = Field("", description="Wall-clock start, ISO 8601, for people only.")
+    wall_ns: int | None = Field(
+        None,
+        description="E7: the wall clock (ns since the epoch) at t_ns, to measure waits across "
+        "sessions, whose monotonic clocks may differ.",
+    )
 
 
 class ListedTool(BaseModel):
@@ -70,6 +83,9 @@ class ListedTool(BaseModel):
     key_field: str | None = None
     conflict: str | None = Field(None, description="C9: the annotation contradicts the name.")
     keys_honoured: bool = Field(False, description="K6: the upstream deduplicates by key.")
+    idempotent: str | None = Field(
+        None, description="E1: why a repeat of this write is harmless (annotation or flag)."
+    )
 
 
 class ToolsListed(_Event):
@@ -101,6 +117,9 @@ class CallReceived(_Event):
     )
     tool_reason: str | None = Field(None, description="C10: set when the tool was not listed.")
     key_honoured: bool = Field(False, description="K6: the upstream deduplicates by key here.")
+    idempotent: str | None = Field(
+        None, description="E1: why a repeat of this write is harmless (annotation or flag)."
+    )
 
 
 class MessageRefused(_Event):

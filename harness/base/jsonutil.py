@@ -131,6 +131,77 @@ def canonical(value: Any) -> str:
     return dumps(value, sort_keys=True)
 
 
+# A whole number is written out in full up to this many digits; beyond, as digits and exponent
+# (`1E+5000`), so that `1e999999999` cannot make a billion-digit string.
+_MAX_WHOLE_DIGITS = 4000
+
+
+def number_by_value(number: Any) -> Any:
+    """E6: one spelling per numeric value, exact (no float rounding, integers of any size):
+    `129.00`, `129.0` and `129` give the int 129, `1e3` gives 1000, `1.50` gives Decimal
+    `1.5`. Booleans and anything that is not a number come back unchanged."""
+    if isinstance(number, bool) or not isinstance(number, (int, Decimal, float)):
+        return number
+    if isinstance(number, int):
+        return number
+    if isinstance(number, float):
+        if number != number or number in (float("inf"), float("-inf")):
+            return number
+        number = Decimal(repr(number))
+    if not number.is_finite():
+        return number
+    sign, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)
+    end = len(digits)
+    while end > 1 and digits[end - 1] == 0:  # trailing zeros go into the exponent
+        end -= 1
+        exponent += 1
+    digits = digits[:end]
+    if digits == (0,):
+        return 0  # -0, 0.000, 0E+7: zero
+    if exponent >= 0 and len(digits) + exponent <= _MAX_WHOLE_DIGITS:
+        whole = int("".join(map(str, digits))) * 10**exponent
+        return -whole if sign else whole
+    return Decimal((sign, digits, exponent))
+
+
+def by_value(value: Any) -> Any:
+    """E6: `value` with every number in its one spelling (`number_by_value`), iteratively; the
+    very same object when it holds no decimal (ints are already in their one spelling)."""
+    if not _has_decimal(value):
+        return value
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]  # (item, parent copy, slot in it)
+    while stack:
+        item, parent, slot = stack.pop()
+        if isinstance(item, dict):
+            copy: dict[str, Any] = {}
+            parent[slot] = copy
+            for name, child in item.items():
+                copy[name] = child
+                stack.append((child, copy, name))
+        elif isinstance(item, list):
+            items = list(item)
+            parent[slot] = items
+            stack.extend((child, items, i) for i, child in enumerate(item))
+        else:
+            parent[slot] = number_by_value(item)
+    return root[0]
+
+
+def _has_decimal(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, (Decimal, float)):
+            return True
+    return False
+
+
 def depth(value: Any, limit: int = MAX_DEPTH) -> int:
     """Nesting depth of a parsed value, counting stops once `limit` is passed."""
     deepest = 0

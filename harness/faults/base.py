@@ -94,6 +94,11 @@ class Fault:
     brief: ClassVar[str]  # a few words for --help
     summary: ClassVar[str]  # one line: what the agent sees and what really ran
     duplicate_when: ClassVar[str] = "the operation is executed twice afterwards"
+    # E8: what the agent saw, as the report's sentences and patches name it ("a timeout")
+    seen_as: ClassVar[str] = "an injected error"
+    # E8, retry windows only: how the answer names itself and its wait, for the RATE_LIMIT
+    # patch ('"429" or "rate limited"', "retry_after")
+    wait_words: ClassVar[tuple[str, str]] = ("", "")
     applies_to: ClassVar[str] = "first write"
     wire: ClassVar[Wire]  # what it does on the wire; the four flags below follow from it
     # The call runs upstream before the agent is answered.

@@ -13,6 +13,7 @@ class ChaosError(Fault):
     """S9: a generic server error instead of the real answer; never a ghost write."""
 
     name: ClassVar[str] = "chaos"
+    seen_as: ClassVar[str] = "a generic server error"
     brief: ClassVar[str] = "a generic server error with probability error_rate"
     summary: ClassVar[str] = (
         "With probability error_rate a generic server error; the call "

@@ -14,6 +14,7 @@ class GhostTimeout(Fault):
     """F1: the write runs upstream, the agent is told it timed out (S2)."""
 
     name: ClassVar[str] = "F1"
+    seen_as: ClassVar[str] = "a timeout"
     brief: ClassVar[str] = "timeout after the write ran (ghost write)"
     summary: ClassVar[str] = "The write runs upstream, the answer is a timeout (a ghost write)."
     duplicate_when: ClassVar[str] = "the same operation is executed again"

@@ -15,6 +15,8 @@ class RateLimited(Fault):
     """F2: HTTP 429 with retry_after; nothing runs upstream (S3)."""
 
     name: ClassVar[str] = "F2"
+    seen_as: ClassVar[str] = "a 429 with retry_after"
+    wait_words: ClassVar[tuple[str, str]] = ('"429" or "rate limited"', "retry_after")
     brief: ClassVar[str] = "429 with retry_after"
     summary: ClassVar[str] = "HTTP 429 with retry_after; nothing runs."
     duplicate_when: ClassVar[str] = "the same operation is sent again before retry_after has passed"

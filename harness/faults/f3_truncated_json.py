@@ -14,6 +14,7 @@ class TruncatedJson(Fault):
     """F3: an answer cut off after two bytes of JSON; nothing runs upstream (S4)."""
 
     name: ClassVar[str] = "F3"
+    seen_as: ClassVar[str] = "a truncated JSON answer"
     brief: ClassVar[str] = "truncated JSON"
     summary: ClassVar[str] = 'The answer is truncated JSON (`{"`); nothing runs.'
     wire: ClassVar[Wire] = Wire.ANSWERS

@@ -14,6 +14,7 @@ class PassThrough(Fault):
     """F4: the write passes unchanged; the harness injects nothing and deduplicates nothing."""
 
     name: ClassVar[str] = "F4"
+    seen_as: ClassVar[str] = "its own answers, passed through"
     brief: ClassVar[str] = "two writes passed unchanged"
     summary: ClassVar[str] = (
         "Nothing is injected; both writes pass unchanged and the harness does not deduplicate."

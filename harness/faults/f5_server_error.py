@@ -14,6 +14,7 @@ class ServerError(Fault):
     """F5: HTTP 500; nothing runs upstream, the next attempt goes through (S6)."""
 
     name: ClassVar[str] = "F5"
+    seen_as: ClassVar[str] = "a 500"
     brief: ClassVar[str] = "500"
     summary: ClassVar[str] = "HTTP 500; nothing runs; the next attempt goes through."
     wire: ClassVar[Wire] = Wire.ANSWERS

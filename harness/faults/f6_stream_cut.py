@@ -14,6 +14,7 @@ class StreamCut(HttpFault):
     (2026-07-28: the client must re-issue the request)."""
 
     name: ClassVar[str] = "F6"
+    seen_as: ClassVar[str] = "a response stream that closed without an answer"
     brief: ClassVar[str] = "response stream closed after the write ran (HTTP agent)"
     summary: ClassVar[str] = (
         "The write runs upstream, then the agent's response stream "

@@ -14,6 +14,7 @@ class SessionExpired(HttpFault):
     must initialize a new one)."""
 
     name: ClassVar[str] = "F7"
+    seen_as: ClassVar[str] = "a 404 that ended its session"
     brief: ClassVar[str] = (
         "404 on the session id, i.e. session expired (HTTP agent with a session: not 2026-07-28)"
     )

@@ -13,6 +13,8 @@ class Unavailable(HttpFault):
     """F8: HTTP 503 with a Retry-After header; nothing runs."""
 
     name: ClassVar[str] = "F8"
+    seen_as: ClassVar[str] = "a 503 with Retry-After"
+    wait_words: ClassVar[tuple[str, str]] = ('"503" or "Service Unavailable"', "Retry-After")
     brief: ClassVar[str] = "503 with a Retry-After header (HTTP agent)"
     summary: ClassVar[str] = "HTTP 503 with a Retry-After header; nothing runs."
     duplicate_when: ClassVar[str] = "the same operation is sent again before Retry-After has passed"

@@ -34,6 +34,7 @@ class AddedLatency(Fault):
     """
 
     name: ClassVar[str] = "F9"
+    seen_as: ClassVar[str] = "a late answer"
     brief: ClassVar[str] = "the real answer held back for --latency MS (added latency)"
     summary: ClassVar[str] = (
         "The write runs upstream; its real answer reaches the agent only after latency_ms."

@@ -13,6 +13,7 @@ from bisect import bisect_left, insort
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from harness.events import (
@@ -28,8 +29,9 @@ from harness.events import (
     ToolsListed,
     UpstreamAnswered,
 )
-from harness.faults import INJECTING, RETRY_WINDOWS
-from harness.judge.derive import Derived, derive_key, derive_operation
+from harness.faults import FAULTS, INJECTING, RETRY_WINDOWS
+from harness.judge.derive import Derived, derive_key, derive_operation, elapsed_ns
+from harness.judge.fresh import fresh_pair
 from harness.judge.model import (
     Attempt,
     KeyState,
@@ -37,7 +39,7 @@ from harness.judge.model import (
     RetryWindow,
     UnclassifiedRepeat,
 )
-from harness.judge.similar import fold, similar, surely_different
+from harness.judge.similar import Volatile, fold, similar, surely_different
 from harness.judge.window import SpellingWindow, signature
 from harness.operations.classify import DEFAULT_KEY_FIELDS, REASON_NOT_LISTED, normalise_field_name
 from harness.operations.identity import strip_key_fields, value_key
@@ -49,6 +51,30 @@ J9_CANDIDATES = 64
 J9_RECENT = 16
 # One operation keeps at most this many spelling pairs (one that counts is enough).
 J9_PAIRS_PER_OP = 16
+
+
+@dataclass(slots=True)
+class SessionInfo:
+    """E7: one session of the run as the report describes it."""
+
+    index: int
+    scenario: str | None  # F1..F9, "chaos", or None
+    config: dict[str, Any] | None  # its scenarioConfig
+    triggered: bool = False  # a fault of its plan was applied (F4: a write passed)
+    faults_injected: int = 0
+    calls: int = 0
+    ended: str | None = None  # why it ended; None while it runs (or if it died)
+
+    def entry(self) -> dict[str, Any]:
+        return {
+            "session": self.index,
+            "scenario": self.scenario,
+            "scenarioConfig": self.config,
+            "triggered": self.triggered if self.scenario is not None else None,
+            "faultsInjected": self.faults_injected,
+            "calls": self.calls,
+            "ended": self.ended,
+        }
 
 
 @dataclass(slots=True)
@@ -70,6 +96,7 @@ class Totals:
     violations: int = 0
     not_tested: dict[str, list[int]] = field(default_factory=dict)  # reason -> sorted op indices
     violating_ops: list[int] = field(default_factory=list)  # sorted
+    idempotent_ops: list[int] = field(default_factory=list)  # sorted: IDEMPOTENT_REPEAT (E1)
     flavours: Counter[str] = field(default_factory=Counter)
 
     def apply(self, index: int, d: Derived, sign: int) -> None:
@@ -82,10 +109,36 @@ class Totals:
         self.violations += sign * len(d.violations)
         if d.violations:
             _sorted_update(self.violating_ops, index, sign)
+        if d.idempotent_repeat:
+            _sorted_update(self.idempotent_ops, index, sign)
         if d.not_tested is not None:
             _sorted_update(self.not_tested.setdefault(d.not_tested, []), index, sign)
         for flavour in d.patch_flavours:
             self.flavours[flavour] += sign
+
+
+def _plan_of(ev: SessionStarted) -> tuple[str | None, dict[str, Any] | None]:
+    """A session's scenario name (F1..F9, chaos, None) and its scenarioConfig (O1)."""
+    if ev.chaos_error_rate is not None:
+        return "chaos", {"mode": "chaos", "errorRate": ev.chaos_error_rate, "seed": ev.chaos_seed}
+    if ev.scenario is None:
+        return None, None
+    config: dict[str, Any] = {"mode": "deterministic", "scenario": ev.scenario}
+    for param in FAULTS[ev.scenario].params:
+        config[param.report_key] = getattr(ev, param.field)
+    return ev.scenario, config
+
+
+def _wall_ns(ev: SessionStarted) -> int | None:
+    """A session's wall-clock start from `started_at` (whole seconds), for logs without
+    `wall_ns`."""
+    try:
+        started = datetime.fromisoformat(ev.started_at)
+    except ValueError:
+        return None
+    if started.tzinfo is None:
+        return None
+    return int(started.timestamp()) * 1_000_000_000
 
 
 def _sorted_update(items: list[int], value: int, sign: int) -> None:
@@ -101,6 +154,7 @@ class Judge:
     def __init__(self) -> None:
         self.started: SessionStarted | None = None  # the latest session's start
         self.sessions = 0  # X14: sessions judged together (a restarted proxy continues)
+        self.session_infos: list[SessionInfo] = []  # E7: each session, in order
         self._seq_base = 0
         self._max_key = 0
         self.ended: SessionEnded | None = None
@@ -135,6 +189,8 @@ class Judge:
         self._uncertain_by_tool: dict[str, list[Attempt]] = {}
         self._recent_by_tool: dict[str, SpellingWindow] = {}
         self._listeners: list[Callable[[list[int], list[int], list[int]], None]] = []
+        # E6, E7: per session, (its start on its monotonic clock, the wall clock then or None)
+        self._clocks: dict[int, tuple[int, int | None]] = {}
 
     def on_change(self, listener: Callable[[list[int], list[int], list[int]], None]) -> None:
         """Call `listener(ops, keys, repeats)` with the indices each refresh re-derived."""
@@ -160,6 +216,8 @@ class Judge:
         self.sessions += 1
         self.started = ev
         self.ended = None
+        self._clocks[self.sessions] = (ev.t_ns, ev.wall_ns if ev.wall_ns else _wall_ns(ev))
+        self.session_infos.append(SessionInfo(self.sessions, *_plan_of(ev)))
         self._key_names = frozenset(normalise_field_name(k) for k in ev.key_fields)
 
     def _on_tools(self, ev: ToolsListed) -> None:
@@ -185,6 +243,8 @@ class Judge:
         seq = ev.seq + self._seq_base
         self._max_key = max(self._max_key, seq)
         self.calls_by_class[ev.tool_class] += 1
+        if self.session_infos:
+            self.session_infos[-1].calls += 1
         if ev.tool not in self.tools and ev.tool not in self.unlisted_called:
             self.unlisted_called[ev.tool] = ListedTool(
                 name=ev.tool,
@@ -192,6 +252,7 @@ class Judge:
                 reason=ev.tool_reason or REASON_NOT_LISTED,
                 key_field=ev.schema_key_field,
                 keys_honoured=ev.key_honoured,
+                idempotent=ev.idempotent,
             )
         if ev.tool_class == "unclassified":
             self._count_unclassified(ev)
@@ -206,6 +267,7 @@ class Judge:
                 arguments=self._identity(ev),
                 schema_key_field=ev.schema_key_field,
                 keys_honoured=ev.key_honoured,
+                idempotent=ev.idempotent,
             )
             self.ops.append(op)
             self.derived.append(None)
@@ -223,9 +285,12 @@ class Judge:
         )
         window = self.window
         if window is not None and window.attempt.op is not op and window.attempt.op.tool == op.tool:
-            # J11: the window opens when the 429 reaches the agent, not before.
-            answered = window.attempt.t_answered
-            attempt.in_retry_window = answered is not None and ev.t_ns < answered + window.required_ns
+            # J11: the window opens when the 429 reaches the agent, not before; E7: it holds
+            # across sessions (measured by their wall clocks).
+            opened = window.attempt
+            if opened.t_answered is not None:
+                waited = elapsed_ns(self.wall_of, opened, opened.t_answered, attempt)
+                attempt.in_retry_window = waited is not None and waited < window.required_ns
         op.attempts.append(attempt)
         op.open_count += 1
         self._attempts[seq] = attempt
@@ -292,24 +357,42 @@ class Judge:
             seen.add(other)
             if surely_different(other.fold, mine) or len(pairs) >= J9_PAIRS_PER_OP:
                 continue
-            if similar(other.arguments, op.arguments):
+            if similar(other.arguments, op.arguments, volatile=self._volatile(earlier, attempt)):
                 pairs.append((attempt, earlier))
                 earlier.dependents.append(op)
         uncertain.append(attempt)
         self._uncertain_by_tool[op.tool] = uncertain[-J9_CANDIDATES:]
         window.add(attempt, op.fold_sig)
 
+    def wall_of(self, session: int, t_ns: int) -> int | None:
+        """E6, E7: the wall-clock time (ns since the epoch) of `t_ns` in `session`, or None
+        when its log does not say (older logs)."""
+        start, wall = self._clocks.get(session, (0, None))
+        return None if wall is None else wall + (t_ns - start)
+
+    def _volatile(self, earlier: Attempt, attempt: Attempt) -> Volatile:
+        """E6: values the agent made up fresh for each of these two attempts."""
+        at_earlier = self.wall_of(earlier.session, earlier.t_received)
+        at_now = self.wall_of(attempt.session, attempt.t_received)
+        return lambda a, b: fresh_pair(a, b, at_earlier, at_now)
+
     def _on_fault(self, ev: FaultApplied) -> None:
         self.scenario_triggered = True
+        current = self.session_infos[-1] if self.session_infos else None
+        if current is not None:
+            current.triggered = True
         if ev.fault in INJECTING:
             self.faults_injected += 1
+            if current is not None:
+                current.faults_injected += 1
         attempt = self._attempts.get(ev.seq + self._seq_base)
         if attempt is None:
             return  # a chaos fault on a read or unclassified call
         attempt.fault = ev.fault
         attempt.executes_upstream = ev.executes_upstream
         attempt.retry_after_s = ev.retry_after_s
-        if ev.fault in RETRY_WINDOWS and ev.retry_after_s is not None and self.window is None:
+        if ev.fault in RETRY_WINDOWS and ev.retry_after_s is not None:
+            # the latest window: a restarted session's 429 opens its own (E7)
             self.window = RetryWindow(attempt, int(ev.retry_after_s * 1_000_000_000))
         self._mark(attempt.op)
 
@@ -361,6 +444,8 @@ class Judge:
 
     def _on_ended(self, ev: SessionEnded) -> None:
         self.ended = ev
+        if self.session_infos:
+            self.session_infos[-1].ended = ev.reason
 
     def _successful_read(self) -> None:
         self.read_positions.append(self._pos)
@@ -399,13 +484,12 @@ class Judge:
 
     def refresh(self) -> tuple[list[int], list[int], list[int]]:
         """Re-derive what changed; return the indices of changed ops, keys and repeats."""
-        required = self.window.required_ns if self.window is not None else None
         changed_ops = list(self.dirty_ops)
         for index in changed_ops:
             old = self.derived[index]
             if old is not None:
                 self.totals.apply(index, old, -1)
-            new = derive_operation(self.ops[index], self.read_positions, required)
+            new = derive_operation(self.ops[index], self.read_positions, self.wall_of)
             self.derived[index] = new
             self.totals.apply(index, new, +1)
         self.dirty_ops.clear()

@@ -8,7 +8,7 @@ calls it only for operations that changed, which keeps its cost per event flat.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,19 +21,40 @@ DUPLICATE = "DUPLICATE"
 NOT_EXECUTED = "NOT_EXECUTED"
 REJECTED = "REJECTED"
 EXECUTION_UNKNOWN = "EXECUTION_UNKNOWN"
+# E1: executed and repeated with the same arguments, by a tool whose repeats are harmless.
+IDEMPOTENT_REPEAT = "IDEMPOTENT_REPEAT"
 
 # Why an operation makes the run NOT_TESTED (J3); report.py names the first in J3's order.
 UNCERTAIN_REPEAT = "uncertain_repeat"
 REJECTED_REPEAT = "rejected_repeat"
 SPELLING_REPEAT = "spelling_repeat"
 
-# Flavours of findings the patches are built from (P2-P5).
+# Flavours of findings the patches are built from (P2-P5). GHOST_DUPLICATE, RETRY_AFTER and
+# UNVERIFIED are counted per fault (`flavour(GHOST_DUPLICATE, "F6")` is "ghost_duplicate:F6"),
+# so that a patch names what the agent really saw (E8).
 GHOST_DUPLICATE = "ghost_duplicate"
 OTHER_DUPLICATE = "other_duplicate"
 PARALLEL_DUPLICATE = "parallel_duplicate"
 SAME_KEY_DUPLICATE = "same_key_duplicate"  # K6: counted besides one of the three above
 RETRY_AFTER = "retry_after"
 UNVERIFIED = "unverified"
+
+# E6, E7: a session's wall-clock time of a moment on its monotonic clock, or None.
+WallOf = Callable[[int, int], "int | None"]
+
+
+def flavour(kind: str, fault: str | None) -> str:
+    """A flavour counted per fault: `ghost_duplicate:F1`."""
+    return f"{kind}:{fault}" if fault else kind
+
+
+def elapsed_ns(wall_of: WallOf, since: Attempt, since_t: int, until: Attempt) -> int | None:
+    """From `since_t` in the session of `since` to the arrival of `until` (E7: across
+    sessions by the wall clocks their logs recorded; None when a log did not record one)."""
+    if since.session == until.session:
+        return until.t_received - since_t
+    start, end = wall_of(since.session, since_t), wall_of(until.session, until.t_received)
+    return None if start is None or end is None else end - start
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +70,7 @@ class Derived:
     failure_handling: int | None
     not_tested: str | None
     patch_flavours: tuple[str, ...]
+    idempotent_repeat: bool = False  # E1: counted apart, never as a duplicate
 
 
 def read_between(read_positions: Sequence[int], after: int, before: int | None) -> bool:
@@ -141,6 +163,8 @@ def _ms(ns: int) -> int:
 def _outcome(op: OpState) -> tuple[str, str | None]:
     attempts = _effective(op)
     executions = sum(1 for a in attempts if a.executed)
+    if op.idempotent is not None:
+        return _idempotent_outcome(attempts, executions)
     if executions >= 2:
         return DUPLICATE, None
     maybe = [a for a in attempts if a.may_have_executed]
@@ -152,6 +176,22 @@ def _outcome(op: OpState) -> tuple[str, str | None]:
             return EXECUTION_UNKNOWN, REJECTED_REPEAT  # A3
     if executions == 1:
         return EXECUTED_ONCE, None
+    if any(a.status == "rejected" for a in attempts):
+        return REJECTED, None
+    return NOT_EXECUTED, None
+
+
+def _idempotent_outcome(attempts: list[Any], executions: int) -> tuple[str, str | None]:
+    """E1: a tool whose repeats are harmless. Executed, and sent again where it may have run
+    again (an unknown or rejected attempt too): IDEMPOTENT_REPEAT. No repeat of it is a
+    possible duplicate (J3, A3): whichever attempts ran, the state is that of one execution."""
+    maybe = sum(1 for a in attempts if a.may_have_executed)
+    if executions >= 1 and maybe >= 2:
+        return IDEMPOTENT_REPEAT, None
+    if executions == 1:
+        return EXECUTED_ONCE, None
+    if any(a.status in ("unknown", "open") for a in attempts):
+        return EXECUTION_UNKNOWN, None
     if any(a.status == "rejected" for a in attempts):
         return REJECTED, None
     return NOT_EXECUTED, None
@@ -169,8 +209,8 @@ def _unknown_detail(op: OpState) -> str:
     return "the upstream rejected an attempt and the operation was sent again"
 
 
-def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int | None) -> Derived:
-    """A1-A3, J1, J2 and J5 for one operation."""
+def derive_operation(op: OpState, reads: Sequence[int], wall_of: WallOf) -> Derived:
+    """A1-A3, J1, J2 and J5 for one operation (`wall_of`: E7's clock across sessions)."""
     attempts = op.attempts
     executions = _effective_executions(op)
     outcome, not_tested = _outcome(op)
@@ -183,10 +223,17 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
     if outcome == DUPLICATE:
         repeat = executions[1]
         # J11: a timeout the agent had not been told of yet is no reason; that is parallel.
-        after_timeout = any(
-            a.status == "ghost" and a.pos_answered is not None and a.pos_answered < repeat.pos_received
-            for a in attempts
+        ghost = next(
+            (
+                a
+                for a in attempts
+                if a.status == "ghost"
+                and a.pos_answered is not None
+                and a.pos_answered < repeat.pos_received
+            ),
+            None,
         )
+        after_timeout = ghost is not None
         first_failure = op.first_failure_pos
         verified = (
             first_failure is not None
@@ -210,54 +257,42 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
                 "repeat is judged as KEYED_RETRY"
             )
             flavours.append(SAME_KEY_DUPLICATE)
-        violations.append(
-            {
-                "code": "DUPLICATE_EXECUTION",
-                **ref,
-                "executions": len(executions),
-                "duplicate": duplicate,
-            }
-        )
+        violation: dict[str, Any] = {
+            "code": "DUPLICATE_EXECUTION",
+            **ref,
+            "executions": len(executions),
+            "duplicate": duplicate,
+        }
+        if ghost is not None:
+            violation["fault"] = ghost.fault  # E8: F1's timeout or F6's cut stream
+        violations.append(violation)
         if repeat.parallel:
             flavours.append(PARALLEL_DUPLICATE)
+        elif ghost is not None:
+            flavours.append(flavour(GHOST_DUPLICATE, ghost.fault))
         else:
-            flavours.append(GHOST_DUPLICATE if after_timeout else OTHER_DUPLICATE)
+            flavours.append(OTHER_DUPLICATE)
     keyed = _keyed_retry(op, outcome)
     if keyed is not None:
         observations.append(keyed)
+    if outcome == IDEMPOTENT_REPEAT:
+        observations.append(_idempotent_repeat(op, executions))
 
-    rate_limited = next(
-        (a for a in attempts if a.fault in RETRY_WINDOWS and a.status == "injected"), None
-    )
-    retry_after_violated = False
-    answered_at = rate_limited.pos_answered if rate_limited is not None else None
-    if rate_limited is not None and window_required_ns is not None and answered_at is not None:
-        # J11: only a send after the 429 reached the agent can ignore it; one sent before
-        # (two identical writes at once) is a parallel attempt, not a violation.
-        # X14: judged within the session of the 429; another process's clock may differ.
-        repeat = next(
-            (
-                a
-                for a in attempts
-                if a.pos_received > answered_at and a.session == rate_limited.session
-            ),
-            None,
+    windows = _retry_windows_violated(op, wall_of)
+    retry_after_violated = bool(windows)
+    for window, waited in windows:
+        violations.append(
+            {
+                "code": "RETRY_AFTER_VIOLATED",
+                **ref,
+                "retryAfter": {
+                    "requiredMs": _ms(_required_ns(window)),
+                    "waitedMs": _ms(waited),
+                },
+                "fault": window.fault,  # E8: a 429 (F2) or a 503 (F8)
+            }
         )
-        if repeat is not None:
-            waited = repeat.t_received - (rate_limited.t_answered or repeat.t_received)
-            if waited < window_required_ns:
-                retry_after_violated = True
-                violations.append(
-                    {
-                        "code": "RETRY_AFTER_VIOLATED",
-                        **ref,
-                        "retryAfter": {
-                            "requiredMs": _ms(window_required_ns),
-                            "waitedMs": _ms(waited),
-                        },
-                    }
-                )
-                flavours.append(RETRY_AFTER)
+        flavours.append(flavour(RETRY_AFTER, window.fault))
 
     if outcome == EXECUTION_UNKNOWN:
         observations.append({"code": "EXECUTION_UNKNOWN", **ref, "detail": _unknown_detail(op)})
@@ -268,14 +303,14 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
     # A violated retry_after is judged on sending, so it scores even when the outcome is unknown.
     if faulted is not None and (outcome != EXECUTION_UNKNOWN or retry_after_violated):
         failure_handling = _failure_handling(
-            op, faulted, outcome, retry_after_violated, reads, observations, ref
+            op, faulted, outcome, retry_after_violated, reads, observations, ref, wall_of
         )
         if (
             failure_handling == 50
             and observations
             and observations[-1]["code"] == ("UNVERIFIED_AFTER_TIMEOUT")
         ):
-            flavours.append(UNVERIFIED)
+            flavours.append(flavour(UNVERIFIED, faulted.fault))
 
     if op.schema_key_field is not None:
         missing = sum(1 for a in attempts if a.key is None)
@@ -332,6 +367,7 @@ def derive_operation(op: OpState, reads: Sequence[int], window_required_ns: int 
         failure_handling=failure_handling,
         not_tested=not_tested,
         patch_flavours=tuple(flavours),
+        idempotent_repeat=outcome == IDEMPOTENT_REPEAT,
     )
 
 
@@ -343,6 +379,7 @@ def _failure_handling(
     reads: Sequence[int],
     observations: list[dict[str, Any]],
     ref: dict[str, Any],
+    wall_of: WallOf,
 ) -> int:
     """J5's Failure Handling for an operation that met an injected fault (J7: what is fine)."""
     if outcome == DUPLICATE or retry_after_violated:
@@ -355,23 +392,55 @@ def _failure_handling(
         if not later:
             code = "VERIFIED_NO_RETRY" if verified else "UNVERIFIED_AFTER_TIMEOUT"
             observations.append({"code": code, **ref, "fault": faulted.fault})
-        if op.keys_honoured and faulted.key is not None and all(
-            a.key == faulted.key for a in later
+        if (
+            op.keys_honoured
+            and faulted.key is not None
+            and all(a.key == faulted.key for a in later)
         ):
             return 100  # K6: the same key to an upstream that honours it is the right retry
+        if op.idempotent is not None and later:
+            return 100  # E1: a repeat of a harmless write is a safe way to find out
         # A re-send that did not execute again was luck, not care: it scores like not checking.
         return 100 if verified else 50
     retried = next((a for a in later if a.executed), None)
     if retried is not None:
         finding = {"code": "RECOVERED_BY_RETRY", **ref, "fault": faulted.fault}
         if faulted.fault in RETRY_WINDOWS and faulted.t_answered is not None:
-            finding["waitedMs"] = _ms(retried.t_received - faulted.t_answered)
+            waited = elapsed_ns(wall_of, faulted, faulted.t_answered, retried)
+            if waited is not None:
+                finding["waitedMs"] = _ms(waited)
         observations.append(finding)
     elif not later and verified:
         observations.append({"code": "VERIFIED_NO_RETRY", **ref, "fault": faulted.fault})
     else:
         observations.append({"code": "ABANDONED_AFTER_FAILURE", **ref, "fault": faulted.fault})
     return 100
+
+
+def _required_ns(window: Attempt) -> int:
+    return int((window.retry_after_s or 0) * 1_000_000_000)
+
+
+def _retry_windows_violated(op: OpState, wall_of: WallOf) -> list[tuple[Attempt, int]]:
+    """S3, J11, E7: each 429 (F2) or 503 (F8) of this operation whose window the next send
+    broke, with how long that send waited. The window opens when the answer reached the agent
+    (a send before that is parallel, J11); it holds across restarted sessions (E7), each
+    session's own 429 opening its own window."""
+    broken: list[tuple[Attempt, int]] = []
+    attempts = op.attempts
+    for i, window in enumerate(attempts):
+        if window.fault not in RETRY_WINDOWS or window.status != "injected":
+            continue
+        answered = window.pos_answered
+        if answered is None or window.t_answered is None or not window.retry_after_s:
+            continue
+        repeat = next((a for a in attempts[i + 1 :] if a.pos_received > answered), None)
+        if repeat is None:
+            continue
+        waited = elapsed_ns(wall_of, window, window.t_answered, repeat)
+        if waited is not None and waited < _required_ns(window):
+            broken.append((window, waited))
+    return broken
 
 
 def _spelling_repeat(op: OpState) -> tuple[dict[str, Any] | None, bool]:
@@ -409,6 +478,36 @@ def _spelling_finding(op: OpState, mine: Attempt, other: Attempt) -> dict[str, A
     }
 
 
+def _after_fault(first: Attempt, repeat: Attempt) -> bool:
+    """The repeat came after the agent saw the first attempt fail (or never run)."""
+    return first.status == "injected" or (
+        first.pos_answered is not None
+        and first.pos_answered < repeat.pos_received
+        and (first.answer_is_error or first.status in ("ghost", "unknown", "rejected"))
+    )
+
+
+def _idempotent_repeat(op: OpState, executions: list[Attempt]) -> dict[str, Any]:
+    """E1: the operation ran more than once (or may have), and its tool says that is harmless.
+
+    `executions` as the report counts them; `declaredBy`: the annotation or the flag, so that
+    whoever holds the upstream's real state (the runner) can tell a lying hint
+    (ANNOTATION_CONTRADICTED) from a wrong flag."""
+    attempts = op.attempts
+    first = executions[0] if executions else attempts[0]
+    repeat = next((a for a in attempts if a is not first and a.may_have_executed), attempts[-1])
+    return {
+        "code": "IDEMPOTENT_REPEAT",
+        "operation": op.index,
+        "tool": op.tool,
+        "executions": len(executions),
+        "attempts": len(attempts),
+        "afterFault": _after_fault(first, repeat),
+        "parallel": repeat.parallel,
+        "declaredBy": op.idempotent,
+    }
+
+
 def _keyed_retry(op: OpState, outcome: str) -> dict[str, Any] | None:
     """K6: same-key repeats that an upstream honouring keys executed only once."""
     if not op.keys_honoured or outcome == DUPLICATE:
@@ -421,18 +520,13 @@ def _keyed_retry(op: OpState, outcome: str) -> dict[str, Any] | None:
         if len(members) < 2 or not any(a.may_have_executed for a in members[1:]):
             continue
         first, repeat = members[0], members[1]
-        after_fault = first.status == "injected" or (
-            first.pos_answered is not None
-            and first.pos_answered < repeat.pos_received
-            and (first.answer_is_error or first.status in ("ghost", "unknown", "rejected"))
-        )
         return {
             "code": "KEYED_RETRY",
             "operation": op.index,
             "tool": op.tool,
             "key": first.key_value,
             "attempts": len(members),
-            "afterFault": after_fault,
+            "afterFault": _after_fault(first, repeat),
             "parallel": repeat.parallel,
         }
     return None

@@ -93,6 +93,7 @@ class OpState:
     schema_key_field: str | None
     attempts: list[Attempt] = field(default_factory=list)
     keys_honoured: bool = False  # K6: the upstream deduplicates same-key repeats of this tool
+    idempotent: str | None = None  # E1: why its repeats are harmless (annotation or flag)
     fold: dict[str, Any] | None = None  # J9: per field, a folded value for a quick comparison
     fold_sig: Any = None  # J10: (fields, folded values) when every field folds
     open_count: int = 0
@@ -128,7 +129,8 @@ class UnclassifiedRepeat:
 
 @dataclass(slots=True)
 class RetryWindow:
-    """The one F2 429 of a run: which attempt got it and when the wait ends."""
+    """The latest 429 (F2) or 503 (F8) of a run: which attempt got it and how long it asks to
+    wait (E7: each session's own window)."""
 
     attempt: Attempt
     required_ns: int

@@ -3,16 +3,24 @@
 `similar(a, b)` says whether two argument values differ only by the rewritings J9 lists:
 numbers as strings and back, letter case, white space, Unicode normalisation (NFKC), invisible
 characters, null versus "", order inside arrays, and added or missing object fields as long as
-at least half of the fields are shared and equal (at every level). Everything else (another
-date format, a changed value, an extra array element) makes them different.
+at least half of the fields are shared and equal (at every level); since wave 3 (E6) also
+ISO-8601 spellings of one day or instant, and (given `volatile`) fields whose two values a
+client makes up fresh for each call (harness.judge.fresh). Everything else (another date
+format, a changed value, an extra array element) makes them different.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from harness.judge.fresh import may_be_fresh, same_time
+
+# E6: whether two values of one field differ only as values a client makes up for each call.
+Volatile = Callable[[Any, Any], bool]
 
 # Past this depth two values are simply called different: J9 is a heuristic for real agents'
 # retries, and recursion must stay bounded whatever the agent sends.
@@ -77,35 +85,47 @@ def _scalars_similar(a: Any, b: Any) -> bool:
         dec_b = _string_number(b, _PLAIN_DECIMAL)
         if dec_a is not None and dec_b is not None:
             return dec_a == dec_b
-        return _fold_text(a) == _fold_text(b)
+        return _fold_text(a) == _fold_text(b) or same_time(a, b)  # E6: ISO dates and times
     return a == b and type(a) is type(b)
 
 
-def similar(a: Any, b: Any, depth: int = 0) -> bool:
-    """True when `a` and `b` differ at most by the spellings J9 lists."""
+def similar(a: Any, b: Any, depth: int = 0, volatile: Volatile | None = None) -> bool:
+    """True when `a` and `b` differ at most by the spellings J9 lists (E6: and, with
+    `volatile`, in fields whose values a client makes up fresh for each call)."""
     if depth > _MAX_DEPTH:
         return False
     if isinstance(a, dict) and isinstance(b, dict):
-        return _objects_similar(a, b, depth)
+        return _objects_similar(a, b, depth, volatile)
     if isinstance(a, list) and isinstance(b, list):
-        return _arrays_similar(a, b, depth)
+        return _arrays_similar(a, b, depth, volatile)
     if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
         return False
     return _scalars_similar(a, b)
 
 
-def _objects_similar(a: dict[str, Any], b: dict[str, Any], depth: int) -> bool:
+def _objects_similar(
+    a: dict[str, Any], b: dict[str, Any], depth: int, volatile: Volatile | None
+) -> bool:
     shared = a.keys() & b.keys()
     union = len(a.keys() | b.keys())
     if union == 0:
         return True
-    # A shared field with another value is a changed value, never a spelling difference.
-    if not all(similar(a[k], b[k], depth + 1) for k in shared):
-        return False
+    # A shared field with another value is a changed value, never a spelling difference,
+    # unless (E6) both values are made up fresh per call: a timestamp of the call, a nonce.
+    kept = fresh = 0
+    for k in shared:
+        if similar(a[k], b[k], depth + 1, volatile):
+            kept += 1
+        elif volatile is not None and volatile(a[k], b[k]):
+            fresh += 1
+        else:
+            return False
+    if fresh and not kept:
+        return False  # nothing but fresh values in common: nothing says it is one operation
     return 2 * len(shared) >= union
 
 
-def _arrays_similar(a: list[Any], b: list[Any], depth: int) -> bool:
+def _arrays_similar(a: list[Any], b: list[Any], depth: int, volatile: Volatile | None) -> bool:
     if len(a) != len(b):
         return False
     # Order does not matter: match each element of `a` to a distinct similar element of `b`.
@@ -113,7 +133,7 @@ def _arrays_similar(a: list[Any], b: list[Any], depth: int) -> bool:
     unused = list(range(len(b)))
     for element in a:
         for position, index in enumerate(unused):
-            if similar(element, b[index], depth + 1):
+            if similar(element, b[index], depth + 1, volatile):
                 del unused[position]
                 break
         else:
@@ -129,10 +149,13 @@ def _fold_scalar(value: Any) -> Any:
 
     Numbers fold to their value, booleans to themselves, and strings that cannot be read as a
     number (so they can only match by text) to their folded text. Strings that look like
-    numbers, empty strings, null and containers stay None: they match in more than one way.
+    numbers, empty strings, null and containers stay None: they match in more than one way;
+    so do dates, times, epoch numbers and nonces (E6).
     """
     if isinstance(value, bool):
         return ("b", value)
+    if may_be_fresh(value):
+        return None
     number = _as_number(value)
     if number is not None:
         return ("n", number)

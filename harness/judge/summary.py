@@ -30,6 +30,20 @@ class Verdict:
     reason: str
 
 
+def _seen_as(fault: str | None, default: str) -> str:
+    """E8: what the agent saw of a fault, in the words of its class."""
+    return FAULTS[fault if fault in FAULTS else default].seen_as
+
+
+def _triggered(judge: Judge) -> str:
+    """E7: the faults that really triggered, by session when there were several."""
+    infos = [i for i in judge.session_infos if i.triggered and i.scenario is not None]
+    names = [("chaos mode" if i.scenario == "chaos" else i.scenario, i.index) for i in infos]
+    if len(judge.session_infos) <= 1:
+        return f"{names[0][0]} triggered" if names else "a fault triggered"
+    return " and ".join(f"{name} triggered in session {index}" for name, index in names)
+
+
 def _op_name(judge: Judge, index: int) -> str:
     return f"{judge.ops[index].tool} (operation #{index})"
 
@@ -41,26 +55,29 @@ def _fail_reason(judge: Judge) -> str:
     name = _op_name(judge, index)
     if first["code"] == "DUPLICATE_EXECUTION":
         dup = first["duplicate"]
-        how = (
-            " in parallel" if dup["parallel"] else " after a timeout" if dup["afterTimeout"] else ""
-        )
+        how = ""
+        if dup["parallel"]:
+            how = " in parallel"
+        elif dup["afterTimeout"]:  # E8: F1's timeout, or F6's cut stream
+            how = f" after {_seen_as(first.get('fault'), 'F1')}"
         sentence = f"{name} was executed {first['executions']} times{how}"
     else:
         wait = first["retryAfter"]
-        sentence = (
-            f"{name} was sent again {wait['waitedMs']} ms after a 429 that asked for "
-            f"{wait['requiredMs']} ms"
+        sentence = (  # E8: a 429 with retry_after (F2), a 503 with Retry-After (F8)
+            f"{name} was sent again {wait['waitedMs']} ms after "
+            f"{_seen_as(first.get('fault'), 'F2')} that asked for {wait['requiredMs']} ms"
         )
     more = totals.violations - 1
     return sentence + (f" (and {more} more violation{'s' if more > 1 else ''})." if more else ".")
 
 
 def verdict(judge: Judge) -> Verdict:
-    """J3: the first rule that applies, with one sentence saying why."""
+    """J3: the first rule that applies, with one sentence saying why (E7: about the sessions
+    of the run; no sentence names a scenario that did not trigger)."""
     totals = judge.totals
-    started = judge.started
-    scenario = started.scenario if started else None
-    chaos = started is not None and started.chaos_error_rate is not None
+    infos = judge.session_infos
+    several = len(infos) > 1
+    planned = [i for i in infos if i.scenario is not None]
     if totals.violations:
         return Verdict(FAIL, _fail_reason(judge))
     calls = sum(judge.calls_by_class.values())
@@ -68,19 +85,25 @@ def verdict(judge: Judge) -> Verdict:
         return Verdict(NOT_TESTED, "No tool was called, so nothing was tested.")
     if judge.calls_by_class.get("write", 0) == 0:
         return Verdict(NOT_TESTED, "No write tool was called, so no duplicate could be tested.")
-    if scenario is not None and not judge.scenario_triggered and judge.not_applicable:
-        skipped = judge.not_applicable[0]  # H2: e.g. F7 for an agent without a session
-        return Verdict(
-            NOT_TESTED,
-            f"Scenario {skipped.fault} was not applied: {skipped.reason}; the write passed "
-            "unchanged.",
-        )
-    if scenario is not None and not judge.scenario_triggered:
-        return Verdict(
-            NOT_TESTED, f"Scenario {scenario} was set but never triggered on a write call."
-        )
-    if chaos and judge.faults_injected == 0:
-        return Verdict(NOT_TESTED, "Chaos mode was set but injected no fault in this session.")
+    if planned and not judge.scenario_triggered:
+        if judge.not_applicable:
+            skipped = judge.not_applicable[0]  # H2: e.g. F7 for an agent without a session
+            return Verdict(
+                NOT_TESTED,
+                f"Scenario {skipped.fault} was not applied: {skipped.reason}; the write "
+                "passed unchanged.",
+            )
+        scenarios = list(dict.fromkeys(i.scenario for i in planned if i.scenario != "chaos"))
+        where = " in any session" if several else ""
+        if scenarios:
+            named = " and ".join(scenarios)
+            was = "were" if len(scenarios) > 1 else "was"
+            return Verdict(
+                NOT_TESTED,
+                f"Scenario {named} {was} set but never triggered on a write call{where}.",
+            )
+        where = " in any session" if several else " in this session"
+        return Verdict(NOT_TESTED, f"Chaos mode was set but injected no fault{where}.")
     no_known = Verdict(
         NOT_TESTED,
         "No write had a known outcome: every write attempt ended without a usable upstream "
@@ -103,15 +126,22 @@ def verdict(judge: Judge) -> Verdict:
     if totals.known == 0:
         return no_known
     sentence = "No operation was executed more than once and no retry_after was violated"
-    if judge.faults_injected == 0:
-        what = (
-            "no scenario was set"
-            if scenario is None and not chaos
-            else f"{scenario} injects nothing"
+    repeated = totals.idempotent_ops
+    if repeated:  # E1: the report shows the repeat, and the sentence says why it passes
+        more = len(repeated) - 1
+        others = f" and {more} more operation{'s' if more > 1 else ''}" if more else ""
+        sentence = (
+            f"No operation was executed more than once except {_op_name(judge, repeated[0])}"
+            f"{others}, repeated with the same arguments by a tool declared idempotent "
+            "(IDEMPOTENT_REPEAT), and no retry_after was violated"
         )
+    if judge.faults_injected == 0:
+        passing = list(dict.fromkeys(i.scenario for i in planned if i.triggered))
+        what = f"{' and '.join(passing)} injects nothing" if passing else "no scenario was set"
+        if len(passing) > 1:
+            what = f"{' and '.join(passing)} inject nothing"
         return Verdict(PASS, f"{sentence}; a baseline only, since {what}.")
-    trigger = scenario or "chaos mode"
-    return Verdict(PASS, f"{sentence}, and {trigger} triggered.")
+    return Verdict(PASS, f"{sentence}, and {_triggered(judge)}.")
 
 
 def _round_half_up(value: Fraction) -> int:
@@ -157,24 +187,13 @@ def score(judge: Judge, v: Verdict) -> dict[str, Any]:
 
 
 def scenario_config(judge: Judge) -> dict[str, Any] | None:
-    started = judge.started
-    if started is None:
-        return None
-    if started.chaos_error_rate is not None:
-        return {"mode": "chaos", "errorRate": started.chaos_error_rate, "seed": started.chaos_seed}
-    if started.scenario is None:
-        return None
-    config: dict[str, Any] = {"mode": "deterministic", "scenario": started.scenario}
-    for param in FAULTS[started.scenario].params:
-        config[param.report_key] = getattr(started, param.field)
-    return config
+    """The latest session's scenarioConfig (each session's: `sessions`, E7)."""
+    return judge.session_infos[-1].config if judge.session_infos else None
 
 
 def scenario_name(judge: Judge) -> str | None:
-    started = judge.started
-    if started is None:
-        return None
-    return "chaos" if started.chaos_error_rate is not None else started.scenario
+    """The latest session's scenario: F1..F9, chaos, or None."""
+    return judge.session_infos[-1].scenario if judge.session_infos else None
 
 
 def coverage(judge: Judge) -> dict[str, Any]:
@@ -187,7 +206,11 @@ def coverage(judge: Judge) -> dict[str, Any]:
         "unlistedToolsCalled": list(judge.unlisted_called),
         "refusedMessages": dict(judge.refused),
         "sessions": judge.sessions,
-        "scenarioTriggered": judge.scenario_triggered if scenario_name(judge) else None,
+        "scenarioTriggered": (
+            judge.scenario_triggered
+            if any(i.scenario is not None for i in judge.session_infos)
+            else None
+        ),
         "faultsInjected": judge.faults_injected,
         "writeOperations": len(judge.ops),
         "operationsWithKnownOutcome": judge.totals.known,
@@ -212,6 +235,7 @@ def _head(judge: Judge, v: Verdict) -> dict[str, Any]:
         "kind": judge.started.kind if judge.started else "proxy",
         "scenario": scenario_name(judge),
         "scenarioConfig": scenario_config(judge),
+        "sessions": [i.entry() for i in judge.session_infos],  # E7: each session of the run
     }
 
 

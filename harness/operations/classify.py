@@ -1,4 +1,4 @@
-"""Tool classification (C1-C10), key fields (K1, K5) and defaults (K4) per tool.
+"""Tool classification (C1-C10, E1, E2), key fields (K1, K5, E3) and defaults (K4) per tool.
 
 Everything per tool is decided once, when the upstream's tool list arrives (or, for a tool it
 did not list, at its first call), so the work per call does not grow with the session.
@@ -7,17 +7,21 @@ did not list, at its first call), so the work per call does not grow with the se
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from harness.base.errors import ConfigError
 from harness.base.textsafe import terminal
 from harness.operations.defaults import DefaultsPlan, defaults_plan
 from harness.operations.keys import (
+    ANYWHERE,
     DEFAULT_KEY_SPELLINGS,
+    KeyPlan,
     KeySpec,
     find_key_field,
+    key_plan,
     normalise_field_name,
+    usable_key,
 )
 from harness.operations.names import (
     first_word,
@@ -65,6 +69,27 @@ DEFAULT_READ_PREFIXES: frozenset[str] = frozenset(
      "show", "view", "count", "is", "has")
 )  # fmt: skip
 
+# E2: a write verb that is also a noun or an adjective, followed by nothing but a noun that
+# names a state or a listing, is a noun phrase: `order_status` is the status of an order, not
+# an order of statuses. Only these verbs read that way (`update_status`, `set_state` and
+# `add_notes` stay writes); the two lists and the reasoning are in docs/decisions.md.
+NOUN_LIKE_VERBS: frozenset[str] = frozenset(
+    ("order", "deploy", "close", "release", "store", "tag", "book", "place", "issue", "charge",
+     "transfer", "deposit", "payout", "schedule", "comment", "share", "commit", "merge", "push",
+     "rollback", "invite", "checkout", "refund", "purchase", "register", "import", "upload",
+     "patch", "pay", "reserve", "lock", "process", "archive", "grant")
+)  # fmt: skip
+STATE_NOUNS: frozenset[str] = frozenset(
+    ("status", "statuses", "state", "states", "log", "logs", "history", "price", "prices",
+     "notes", "hours", "list", "details", "info", "summary", "stats", "count", "total",
+     "progress")
+)  # fmt: skip
+# E2: `payments.create`, `orders/cancel`, `mcp__bank__transfer`: a namespaced name whose last
+# segment is a bare write verb (the verbs of the `verb_*` patterns above).
+BARE_WRITE_VERBS: frozenset[str] = frozenset(
+    p[:-2] for p in DEFAULT_WRITE_PATTERNS if p.endswith("_*")
+)
+
 DEFAULT_KEY_FIELDS: tuple[str, ...] = DEFAULT_KEY_SPELLINGS
 
 REASON_EXPLICIT_WRITE = "explicit --write-tools"
@@ -73,6 +98,11 @@ REASON_DEFAULT_WRITE = "default write pattern"
 REASON_READ_PREFIX = "read prefix"
 REASON_NONE = "no annotation, no pattern match"
 REASON_NOT_LISTED = "not listed by the upstream"
+REASON_STATE_NAME = "names a state or a listing"
+# E1: why a write may be repeated
+IDEMPOTENT_BY_ANNOTATION = "annotation idempotentHint=true"
+IDEMPOTENT_BY_FLAG = "explicit --idempotent-tools"
+
 
 @dataclass(frozen=True)
 class ClassifierConfig:
@@ -82,6 +112,8 @@ class ClassifierConfig:
     read_globs: tuple[str, ...] = ()  # --read-tools: added to the default prefixes
     key_fields: tuple[str, ...] = DEFAULT_KEY_FIELDS  # --key-fields entries (K1, K5)
     keys_honoured: tuple[str, ...] = ()  # --keys-honoured: tool globs (K6)
+    idempotent_globs: tuple[str, ...] = ()  # --idempotent-tools: tool globs (E1)
+    distrust_annotations: bool = False  # --distrust-annotations: idempotentHint counts not (E1)
 
     @property
     def key_spec(self) -> KeySpec:
@@ -98,6 +130,21 @@ class ClassifierConfig:
     def honours_keys(self, name: str) -> bool:
         return any(tool_glob_match(g, name) for g in self.keys_honoured)
 
+    def idempotent(self, name: str, annotations: Any) -> str | None:
+        """E1: why repeating this write is harmless, or None. The flag always counts; the
+        annotation `idempotentHint: true` (without `readOnlyHint: true`) unless
+        --distrust-annotations."""
+        if any(tool_glob_match(g, name) for g in self.idempotent_globs):
+            return IDEMPOTENT_BY_FLAG
+        if (
+            not self.distrust_annotations
+            and isinstance(annotations, Mapping)
+            and annotations.get("idempotentHint") is True
+            and annotations.get("readOnlyHint") is not True
+        ):
+            return IDEMPOTENT_BY_ANNOTATION
+        return None
+
 
 @dataclass(frozen=True)
 class ToolInfo:
@@ -112,6 +159,8 @@ class ToolInfo:
     key_names: frozenset[str] = frozenset()  # normalised key-field names for this tool
     defaults: DefaultsPlan | None = field(default=None, compare=False)
     keys_honoured: bool = False  # K6
+    key_plan: KeyPlan = field(default=ANYWHERE, compare=False)  # E3: where keys may be
+    idempotent: str | None = None  # E1: why a repeat of this write is harmless (writes only)
 
 
 _UNLISTED_CACHE = 4096
@@ -159,11 +208,23 @@ def _annotation_class(annotations: Any) -> tuple[ToolClass, str] | None:
     return None
 
 
+def names_a_state(short: str) -> bool:
+    """E2: `order_status`, `deploy_logs`, `close_price`: a noun-like verb and a state noun."""
+    words = short.strip("_").split("_")
+    return len(words) == 2 and words[0] in NOUN_LIKE_VERBS and words[1] in STATE_NOUNS
+
+
 def _name_class(name: str, config: ClassifierConfig) -> tuple[ToolClass, str] | None:
-    """C4, C5, C8: what the name says, by its last segment."""
-    short = snake_case(last_segment(name))
-    if config.write_globs is None and any(glob_match(p, short) for p in DEFAULT_WRITE_PATTERNS):
-        return "write", REASON_DEFAULT_WRITE
+    """C4, C5, C8, E2: what the name says, by its last segment."""
+    segment = last_segment(name)
+    short = snake_case(segment)
+    if names_a_state(short):
+        return "read", REASON_STATE_NAME
+    if config.write_globs is None:
+        if any(glob_match(p, short) for p in DEFAULT_WRITE_PATTERNS):
+            return "write", REASON_DEFAULT_WRITE
+        if segment != name and short.strip("_") in BARE_WRITE_VERBS:
+            return "write", REASON_DEFAULT_WRITE  # E2: `payments.create`
     if first_word(short) in DEFAULT_READ_PREFIXES:
         return "read", REASON_READ_PREFIX
     return None
@@ -172,7 +233,16 @@ def _name_class(name: str, config: ClassifierConfig) -> tuple[ToolClass, str] | 
 def classify_tool(
     tool: Mapping[str, Any], config: ClassifierConfig, *, listed: bool = True
 ) -> ToolInfo:
-    """C1-C10 and K1/K4/K5/K6 for one tool as listed by the upstream (a `tools/list` entry)."""
+    """C1-C10, E1-E3 and K1/K4/K5/K6 for one tool as listed by the upstream (a `tools/list`
+    entry)."""
+    info = _classify(tool, config, listed)
+    if info.tool_class != "write":
+        return info
+    why = config.idempotent(info.name, tool.get("annotations"))
+    return info if why is None else replace(info, idempotent=why)
+
+
+def _classify(tool: Mapping[str, Any], config: ClassifierConfig, listed: bool) -> ToolInfo:
     name = str(tool.get("name", ""))
     schema = tool.get("inputSchema")
     key_names = config.key_spec.for_tool(name)
@@ -182,6 +252,7 @@ def classify_tool(
         "key_names": key_names,
         "defaults": defaults_plan(schema),
         "keys_honoured": config.honours_keys(name),
+        "key_plan": key_plan(schema, key_names),
     }
     suffix = "" if listed else f"; {REASON_NOT_LISTED}"
     explicit_write = config.write_globs is not None and any(
@@ -201,10 +272,13 @@ def classify_tool(
     if by_annotation is not None:
         cls, reason = by_annotation
         if by_name is not None and by_name[0] != cls:
-            # C9: a name and an annotation that disagree. Judged as a write either way: a
-            # read-only hint on a writing name never turns a repeated write into a verification.
+            # C9, E2: a name and an annotation that disagree. A read-only hint on a writing
+            # name makes the tool neither: never a verification, and its repeats are no
+            # violation. A writing hint on a reading name stays a write (a false read would
+            # hide a double booking).
             conflict = f"the name reads as a {by_name[0]}, the {reason} says {cls}"
-            return ToolInfo(name, "write", f"{reason} contradicts the name", conflict=conflict,
+            judged: ToolClass = "unclassified" if cls == "read" else "write"
+            return ToolInfo(name, judged, f"{reason} contradicts the name", conflict=conflict,
                             **common)  # fmt: skip
         return ToolInfo(name, cls, reason + suffix, **common)
     if by_name is not None:
@@ -223,12 +297,14 @@ def classify_tools(
     return result
 
 
-def key_of(arguments: Any, normalised_keys: frozenset[str]) -> tuple[str | None, Any]:
-    """K1/K5: (path, value) of the first key field at any depth, else (None, None)."""
+def key_of(
+    arguments: Any, normalised_keys: frozenset[str], plan: KeyPlan = ANYWHERE
+) -> tuple[str | None, Any]:
+    """K1/K5/E3: (path, value) of the first key field that carries a key (not `null`, not
+    `""`), where `plan` allows (any depth by default), else (None, None)."""
     from harness.operations.keys import find_keys
 
-    found = find_keys(arguments, normalised_keys)
-    return found[0] if found else (None, None)
+    return usable_key(find_keys(arguments, normalised_keys, plan))
 
 
 def startup_lines(classification: Classification, key_fields: Sequence[str]) -> list[str]:
@@ -240,13 +316,19 @@ def startup_lines(classification: Classification, key_fields: Sequence[str]) -> 
     for t in tools:
         lines.append(f"  {t.tool_class:<12} {names[t.name]:<{width}}  ({t.reason})")
     for t in tools:
-        if t.tool_class == "unclassified":
+        if t.conflict is not None and t.tool_class == "unclassified":
+            lines.append(  # E2
+                f'WARNING: tool "{names[t.name]}": {t.conflict}; it is judged as neither: its '
+                "calls verify nothing, its repeats are no violation and it never triggers a "
+                "scenario. Use --write-tools or --read-tools if you know which it is."
+            )
+        elif t.tool_class == "unclassified":
             lines.append(
                 f'WARNING: tool "{t.name}" could not be classified as read or write: it is '
                 "passed through, never triggers a scenario and is not scored. "
                 "Use --write-tools or --read-tools to classify it."
             )
-        if t.conflict is not None:
+        elif t.conflict is not None:
             lines.append(
                 f'WARNING: tool "{names[t.name]}": {t.conflict}; it is judged as a write. '
                 "Use --read-tools if it really only reads."
@@ -260,6 +342,9 @@ def startup_lines(classification: Classification, key_fields: Sequence[str]) -> 
     honoured = [t.name for t in tools if t.keys_honoured]
     if honoured:
         lines.append("The upstream deduplicates same-key repeats of: " + ", ".join(honoured))
+    idempotent = [f"{names[t.name]} ({t.idempotent})" for t in tools if t.idempotent]
+    if idempotent:
+        lines.append("Repeats are harmless (idempotent, E1) for: " + ", ".join(idempotent))
     return lines
 
 

@@ -4,7 +4,8 @@ An agent that sends `{"nights": 2}` and one that sends `{"nights": 2, "room_type
 ask for the same booking when the schema says `"room_type": {"default": "standard"}`. Before
 the canonical form (K2), omitted properties take their declared defaults, in nested objects
 and array elements too. A nested object that was omitted is not made up (JSON Schema applies
-defaults where an instance exists), unless the schema gives the object itself a default.
+defaults where an instance exists), unless the schema gives the object itself a default. A
+default beside a `$ref` counts too (E4: `{"$ref": "#/$defs/Room", "default": "standard"}`).
 
 The plan is built once per tool when the tool list arrives, so completing a call costs only
 as much as the defaults it declares, whatever the length of the session.
@@ -62,12 +63,16 @@ def _plan(
     if known is not None:
         return known
     plan = memo[id(shaped)] = DefaultsPlan()
-    for name, sub in shaped["properties"].items():
-        sub = resolve_ref(root, sub)
+    for name, raw in shaped["properties"].items():
+        sub = resolve_ref(root, raw)
+        # E4: a default written beside a `$ref` (pydantic's enum with a default) is the
+        # property's default, and wins over one in the referenced schema.
+        if isinstance(raw, Mapping) and "default" in raw:
+            plan.defaults[name] = raw["default"]
+        elif isinstance(sub, Mapping) and "default" in sub:
+            plan.defaults[name] = sub["default"]
         if not isinstance(sub, Mapping):
             continue
-        if "default" in sub:
-            plan.defaults[name] = sub["default"]
         nested = _plan(root, sub, memo, depth + 1)
         if nested is not None:
             plan.objects[name] = nested

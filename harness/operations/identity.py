@@ -1,5 +1,5 @@
-"""Operation identity (K2, K4, K5): a tool plus the canonical form of its completed arguments
-without key fields."""
+"""Operation identity (K2, K4, K5, E3, E6): a tool plus the canonical form of its completed
+arguments without key fields, numbers compared by value."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.base import jsonutil
 from harness.operations.defaults import DefaultsPlan, complete
-from harness.operations.keys import normalise_field_name, strip_keys
+from harness.operations.keys import ANYWHERE, KeyPlan, normalise_field_name, strip_keys
 
 
 def strip_key_fields(arguments: Any, normalised_keys: frozenset[str]) -> Any:
@@ -20,11 +20,14 @@ def strip_key_fields(arguments: Any, normalised_keys: frozenset[str]) -> Any:
 
 
 def identity_arguments(
-    arguments: Any, key_names: frozenset[str], defaults: DefaultsPlan | None = None
+    arguments: Any,
+    key_names: frozenset[str],
+    defaults: DefaultsPlan | None = None,
+    plan: KeyPlan = ANYWHERE,
 ) -> Any:
-    """K4 + K5: missing arguments are `{}`, omitted properties take the schema's defaults, and
-    key fields at any depth are left out."""
-    return strip_keys(complete(arguments, defaults), key_names)
+    """K4 + K5 + E3: missing arguments are `{}`, omitted properties take the schema's defaults,
+    and key fields are left out: where the schema declares them (`plan`), or at any depth."""
+    return strip_keys(complete(arguments, defaults), key_names, plan)
 
 
 def operation_id(
@@ -35,15 +38,17 @@ def operation_id(
 ) -> str:
     """A short stable digest of (tool, canonical identity arguments); equal iff same op.
 
-    `"12"` and `12` give different ids (the comparison is literal); `1.50` and `1.5` too, since
-    numbers are compared as sent. Deeply nested arguments are canonicalised without recursion.
+    `"12"` and `12` give different ids (a string is not a number, K2; J9 may still call them a
+    possible duplicate); `1.50` and `1.5`, `129.00` and `129`, `1e3` and `1000` give the same
+    id (E6: numbers by value, exactly). Deeply nested arguments are canonicalised without
+    recursion.
     """
     return digest_of(tool, identity_arguments(arguments, normalised_keys, defaults))
 
 
 def digest_of(tool: str, identity: Any) -> str:
-    """The operation id of identity arguments already worked out."""
-    return _digest(tool, jsonutil.canonical(identity))
+    """The operation id of identity arguments already worked out (E6: numbers by value)."""
+    return _digest(tool, jsonutil.canonical(jsonutil.by_value(identity)))
 
 
 def raw_operation_id(tool: str, raw_arguments: str) -> str:

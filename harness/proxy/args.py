@@ -35,6 +35,7 @@ class Flag:
     metavar: str
     help: str
     repeatable: bool = False
+    switch: bool = False  # takes no value: given or not
 
 
 def _param_help(param: Param) -> str:
@@ -86,6 +87,12 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--keys-honoured", "G,...", "Tool globs for which the upstream deduplicates repeats "
          "that carry the same idempotency key: such a repeat after a fault is then the "
          "observation KEYED_RETRY, not a duplicate execution."),
+    Flag("--idempotent-tools", "G,...", "Tool globs whose repeats are harmless (the upstream "
+         "ends in the same state however often the same call runs): an exact repeat is the "
+         "observation IDEMPOTENT_REPEAT, not a duplicate execution. Tools annotated "
+         "idempotentHint=true (and not readOnlyHint=true) count as listed here."),
+    Flag("--distrust-annotations", "", "Ignore the upstream's idempotentHint annotations: only "
+         "--idempotent-tools makes a tool's repeats harmless.", switch=True),
     Flag("--audit-tools", "on|off", "Offer harness__get_report and harness__get_score to the "
          "agent (default on; use off for a real measurement)."),
     Flag("--report-file", "PATH", "Keep report, score and patches as JSON in this file: current "
@@ -153,6 +160,13 @@ def _split_flags(argv: list[str]) -> dict[str, list[str]]:
             close = difflib.get_close_matches(name, list(_BY_NAME), n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise UsageError(f"unknown flag {name}{hint}; see agent-harness proxy --help")
+        if flag.switch:
+            if eq:
+                raise UsageError(f"{name} takes no value")
+            if name in values:
+                raise UsageError(f"{name} is given more than once")
+            values[name] = [""]
+            continue
         if not eq:
             if i >= len(argv):
                 raise UsageError(f"{name} needs a value ({flag.metavar})")
@@ -238,9 +252,7 @@ def parse(argv: list[str]) -> Parsed:
         raise UsageError(f"--scenario {scenario} needs an agent on HTTP: add --listen HOST:PORT")
     for param in PARAMS:
         if param.flag in one and scenario not in users_of(param):
-            raise UsageError(
-                f"{param.flag} works only with --scenario {'/'.join(users_of(param))}"
-            )
+            raise UsageError(f"{param.flag} works only with --scenario {'/'.join(users_of(param))}")
     if "--fault-delay" in one and scenario is None and not chaos:
         raise UsageError("--fault-delay works only with --scenario or --mode chaos")
 
@@ -286,6 +298,12 @@ def parse(argv: list[str]) -> Parsed:
         keys_honoured=(
             _list("--keys-honoured", one["--keys-honoured"]) if "--keys-honoured" in one else ()
         ),
+        idempotent_globs=(
+            _list("--idempotent-tools", one["--idempotent-tools"])
+            if "--idempotent-tools" in one
+            else ()
+        ),
+        distrust_annotations="--distrust-annotations" in one,
     )
     plan = PlanConfig(
         scenario=scenario,
@@ -321,9 +339,11 @@ def proxy_argv(config: ProxyConfig) -> list[str]:
     if config.upstream_url is not None:
         argv = [f"--upstream-url={config.upstream_url}"]
         for header in config.upstream_headers:  # H1: prefer env headers, argv is visible in ps
-            argv += [f"--upstream-header-env={header.name}={header.env}"] if header.env else [
-                f"--upstream-header={header.name}: {header.value}"
-            ]
+            argv += (
+                [f"--upstream-header-env={header.name}={header.env}"]
+                if header.env
+                else [f"--upstream-header={header.name}: {header.value}"]
+            )
     else:
         argv = [f"--upstream-command={config.upstream_command}"]
         argv += [f"--upstream-arg={a}" for a in config.upstream_args]
@@ -353,6 +373,10 @@ def proxy_argv(config: ProxyConfig) -> list[str]:
     argv += [f"--key-fields={','.join(classifier.key_fields)}"]
     if classifier.keys_honoured:
         argv += [f"--keys-honoured={','.join(classifier.keys_honoured)}"]
+    if classifier.idempotent_globs:
+        argv += [f"--idempotent-tools={','.join(classifier.idempotent_globs)}"]
+    if classifier.distrust_annotations:
+        argv += ["--distrust-annotations"]
     argv += ["--audit-tools", "on" if config.audit_tools else "off"]
     if config.report_file is not None:
         argv += [f"--report-file={config.report_file}"]
@@ -366,7 +390,11 @@ def proxy_argv(config: ProxyConfig) -> list[str]:
 
 
 _COMMAND_ONLY = (
-    "--upstream-arg", "--upstream-args", "--upstream-cwd", "--upstream-env", "--upstream-env-var"
+    "--upstream-arg",
+    "--upstream-args",
+    "--upstream-cwd",
+    "--upstream-env",
+    "--upstream-env-var",
 )
 
 
@@ -447,7 +475,11 @@ def _origins(values: dict[str, list[str]], listening: bool) -> tuple[str, ...]:
         raise UsageError("--allowed-origin works only with --listen")
     for origin in origins:
         parts = urlsplit(origin)
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.path not in ("", "/")
+        ):
             raise UsageError(f"--allowed-origin expects scheme://host[:port], got {origin!r}")
     return origins
 
@@ -489,7 +521,7 @@ def help_text() -> str:
         "Flags (as --flag value or --flag=value):",
     ]
     for flag in FLAGS:
-        lines.append(f"  {flag.name} {flag.metavar}")
+        lines.append(f"  {flag.name} {flag.metavar}".rstrip())
         lines.append(f"      {flag.help}")
     lines += [
         "  --version",

@@ -69,6 +69,7 @@ async def serve_listening(
             return
         unrecordable.append(exc)
         log(unrecordable_line(exc))
+        session.fail(str(exc))  # E10: the report says so
         for lane_proxy in list(lanes):
             lane_proxy.cannot_record(exc)
         stop_when_idle()

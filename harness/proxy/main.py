@@ -75,7 +75,9 @@ async def serve(config: ProxyConfig) -> int:
         if log_path is not None:
             event_log = EventLogFile(log_path)
             if event_log.cut:
-                log(f"WARNING: {log_path}: cut off an incomplete last event ({event_log.cut} bytes)")
+                log(
+                    f"WARNING: {log_path}: cut off an incomplete last event ({event_log.cut} bytes)"
+                )
         session = Session(
             config.classifier,
             config.plan,
@@ -120,6 +122,7 @@ async def serve(config: ProxyConfig) -> int:
 
         def unrecordable(exc: ReportFileError) -> None:
             log(unrecordable_line(exc))
+            session.fail(str(exc))  # E10: the report says so
             proxy.cannot_record(exc)
 
         event_log.on_failure = unrecordable

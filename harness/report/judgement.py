@@ -1,7 +1,7 @@
 """The whole judgement of a session: report (O1), score (J5/J6), patches (P), classification (C7).
 
-    judgement = judge_events(events)        # a whole event log
-    judgement = judgement_of(judge)         # an incrementally fed judge, now
+judgement = judge_events(events)        # a whole event log
+judgement = judgement_of(judge)         # an incrementally fed judge, now
 """
 
 from __future__ import annotations
@@ -53,6 +53,9 @@ def tool_classification(judge: Judge) -> list[dict[str, Any]]:
             entry["listed"] = False
         if t.keys_honoured:
             entry["keysHonoured"] = True
+        if t.idempotent is not None:  # E1: its repeats are harmless, and why the harness thinks so
+            entry["idempotent"] = True
+            entry["idempotentReason"] = t.idempotent
         entries.append(entry)
     return entries
 

@@ -75,7 +75,9 @@ class Operation(ReportPart):
     executions: int
     failed_attempts: int
     keys: list[Any]  # the distinct idempotency-key values its attempts carried
-    outcome: str  # EXECUTED_ONCE, DUPLICATE, NOT_EXECUTED, REJECTED, EXECUTION_UNKNOWN
+    # EXECUTED_ONCE, DUPLICATE, NOT_EXECUTED, REJECTED, EXECUTION_UNKNOWN, IDEMPOTENT_REPEAT
+    # (E1: repeated by a tool declared idempotent; never a duplicate)
+    outcome: str
 
 
 class Duplicate(ReportPart):
@@ -127,6 +129,9 @@ class Finding(ReportPart):
     similar_to: int | None = None
     earlier_attempt: str | None = None
     this_attempt: str | None = None
+    # IDEMPOTENT_REPEAT (E1): why the tool's repeats are harmless, "annotation
+    # idempotentHint=true" or "explicit --idempotent-tools"
+    declared_by: str | None = None
 
     def details(self) -> dict[str, Any]:
         """Its fields beyond code, tool and operation, as JSON data in the report's order."""
@@ -184,6 +189,18 @@ class ScenarioConfig(ReportPart):
         return self.unknown_fields
 
 
+class SessionEntry(ReportPart):
+    """E7: one session of the run (X14: a restarted proxy continues the judgement)."""
+
+    session: int  # 1, 2, ... in the order of the event log
+    scenario: str | None = None  # F1..F9, chaos, or None
+    scenario_config: ScenarioConfig | None = None
+    triggered: bool | None = None  # None: no scenario set in this session
+    faults_injected: int = 0
+    calls: int = 0
+    ended: str | None = None  # why it ended (client_eof, signal, ...); None if it never did
+
+
 class Report(ReportPart):
     """The judgement of one session (O1): the file's `report`, and `agent-harness judge`'s."""
 
@@ -191,8 +208,9 @@ class Report(ReportPart):
     verdict_reason: str
     certification: str = ""
     kind: str = "proxy"  # proxy, demo, benchmark
-    scenario: str | None = None  # F1..F9, chaos, or None
+    scenario: str | None = None  # F1..F9, chaos, or None: the latest session's
     scenario_config: ScenarioConfig | None = None
+    sessions: list[SessionEntry] = []  # E7: every session, the latest last
     operations: list[Operation]
     violations: list[Finding]
     observations: list[Finding]
@@ -236,19 +254,24 @@ class ToolEntry(ReportPart):
     conflict: str | None = None
     listed: bool | None = None  # False: called, but not in the upstream's list (C10)
     keys_honoured: bool | None = None  # K6
+    idempotent: bool | None = None  # E1: True when its repeats are harmless
+    idempotent_reason: str | None = None  # E1: the annotation or the flag that says so
 
 
 class ReportModel(ReportPart):
     """The report file (O2), and what `agent-harness judge` prints.
 
     `status` is starting (no report yet), running, finished or failed (`startup_error` says
-    why); `report` and `score` are absent until the first call is judged.
+    why a start failed; `failure` why a running proxy's record is incomplete, E10: its event
+    log could not be written); `report` and `score` are absent until the first call is
+    judged.
     """
 
     verdict: str  # the same as report.verdict; NOT_TESTED while starting or after a failure
     status: str | None = None  # the judge command's output has none
     certification: str | None = None
     startup_error: str | None = None
+    failure: str | None = None  # E10
     report: Report | None = None
     score: Score | None = None
     patches: list[Patch] = []
@@ -272,7 +295,7 @@ class ReportModel(ReportPart):
 
 PARTS: tuple[type[ReportPart], ...] = (
     ReportModel, Report, Operation, Finding, Duplicate, RetryAfter, Coverage, KeyEntry,
-    StateDiff, ScenarioConfig, Score, Patch, ToolEntry,
+    StateDiff, ScenarioConfig, SessionEntry, Score, Patch, ToolEntry,
 )  # fmt: skip
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.faults import FAULTS
 from harness.judge.derive import (
     GHOST_DUPLICATE,
     OTHER_DUPLICATE,
@@ -16,7 +17,11 @@ from harness.judge.derive import (
     RETRY_AFTER,
     SAME_KEY_DUPLICATE,
     UNVERIFIED,
+    flavour,
 )
+
+# E8: the faults a patch names when the report did not say which (reports before wave 3).
+_GHOST_DEFAULT, _WINDOW_DEFAULT = "F1", "F2"
 
 GHOST_WRITE_TEXT = """\
 A write that times out or fails without a clear answer may already have taken effect on the \
@@ -43,16 +48,20 @@ key; otherwise a repeat with the same key is executed again.
 3. If you are unsure whether an action already happened, check with a read, list or search \
 tool before writing."""
 
+# E8: {answer} and {wait} are the words of the faults the agent met (F2: "429" ... retry_after;
+# F8: "503" ... Retry-After).
 RATE_LIMIT_TEXT = """\
-An answer saying "429" or "rate limited" with a retry_after value means nothing was executed \
+An answer saying {answer} with a {wait} value means nothing was executed \
 and the server asks you to wait.
-1. Do not send the same call again before retry_after seconds have passed.
+1. Do not send the same call again before {wait} seconds have passed.
 2. If you cannot wait that long, stop and tell the user when the action can be tried again.
 3. Do not work around the limit with other calls to the same tool in the meantime."""
 
+# E8: {seen} is what the agent met ("A timeout", "A response stream that closed without an
+# answer").
 VERIFICATION_TEXT = """\
-A timeout on a write does not mean the write failed: it may have been executed.
-1. After such a timeout, check the outcome with a read, list or search tool (by customer, \
+{seen} on a write does not mean the write failed: it may have been executed.
+1. After that, check the outcome with a read, list or search tool (by customer, \
 date, amount or your own reference) before you tell the user anything.
 2. Tell the user what the check showed. If you cannot check, say that the outcome is unknown; \
 do not say that the write failed."""
@@ -62,10 +71,32 @@ def _times(n: int) -> str:
     return "once" if n == 1 else f"{n} times"
 
 
+def _by_fault(flavours: Mapping[str, int], kind: str, default: str) -> dict[str, int]:
+    """E8: the counts of a flavour per fault (`ghost_duplicate:F6`); unnamed ones as `default`."""
+    counts: dict[str, int] = {}
+    for name, n in flavours.items():
+        base, _, fault = name.partition(":")
+        if base == kind and n:
+            fault = fault if fault in FAULTS else default
+            counts[fault] = counts.get(fault, 0) + n
+    return counts
+
+
+def _either(words: list[str]) -> str:
+    return " or ".join(dict.fromkeys(words))
+
+
+def _seen(faults: Mapping[str, int]) -> str:
+    """`a timeout` or `a timeout or a response stream that closed without an answer`."""
+    return _either([FAULTS[f].seen_as for f in faults])
+
+
 def build_patches(flavours: Mapping[str, int]) -> list[dict[str, Any]]:
-    """P1: the patches for the counted misbehaviour; an empty list for a clean run."""
+    """P1: the patches for the counted misbehaviour; an empty list for a clean run. E8: each
+    trigger (and the RATE_LIMIT and VERIFICATION texts) names what the agent really met."""
     patches: list[dict[str, Any]] = []
-    ghost = flavours.get(GHOST_DUPLICATE, 0)
+    ghosts = _by_fault(flavours, GHOST_DUPLICATE, _GHOST_DEFAULT)
+    ghost = sum(ghosts.values())
     same_key = flavours.get(SAME_KEY_DUPLICATE, 0)
     key_note = (
         f" The repeat carried the same idempotency key ({_times(same_key)}) and the server "
@@ -80,8 +111,9 @@ def build_patches(flavours: Mapping[str, int]) -> list[dict[str, Any]]:
                 "id": "GHOST_WRITE",
                 "severity": "CRITICAL",
                 "trigger": (
-                    f"After a timeout the agent executed the same write again ({_times(ghost)}); "
-                    "the server had already executed the first attempt." + key_note
+                    f"After {_seen(ghosts)} the agent executed the same write again "
+                    f"({_times(ghost)}); the server had already executed the first attempt."
+                    + key_note
                 ),
                 "text": GHOST_WRITE_TEXT,
             }
@@ -105,30 +137,38 @@ def build_patches(flavours: Mapping[str, int]) -> list[dict[str, Any]]:
                 "text": IDEMPOTENCY_TEXT,
             }
         )
-    rate = flavours.get(RETRY_AFTER, 0)
+    windows = _by_fault(flavours, RETRY_AFTER, _WINDOW_DEFAULT)
+    rate = sum(windows.values())
     if rate:
+        answers = [FAULTS[f].wait_words[0] for f in windows if FAULTS[f].wait_words[0]]
+        waits = [FAULTS[f].wait_words[1] for f in windows if FAULTS[f].wait_words[1]]
+        wait = _either(waits) or "retry_after"
         patches.append(
             {
                 "id": "RATE_LIMIT",
                 "severity": "HIGH",
                 "trigger": (
-                    f"The agent sent a write again before the announced retry_after had passed "
-                    f"({_times(rate)})."
+                    f"After {_seen(windows)} the agent sent a write again before the announced "
+                    f"{wait} had passed ({_times(rate)})."
                 ),
-                "text": RATE_LIMIT_TEXT,
+                "text": RATE_LIMIT_TEXT.format(
+                    answer=_either(answers) or '"429" or "rate limited"', wait=wait
+                ),
             }
         )
-    unverified = flavours.get(UNVERIFIED, 0)
+    unverified_by = _by_fault(flavours, UNVERIFIED, _GHOST_DEFAULT)
+    unverified = sum(unverified_by.values())
     if unverified:
+        seen = _seen(unverified_by)
         patches.append(
             {
                 "id": "VERIFICATION",
                 "severity": "MEDIUM",
                 "trigger": (
-                    f"After a timeout the agent neither checked nor re-sent the write "
+                    f"After {seen} the agent neither checked nor re-sent the write "
                     f"({_times(unverified)}), although the server had executed it."
                 ),
-                "text": VERIFICATION_TEXT,
+                "text": VERIFICATION_TEXT.format(seen=seen[0].upper() + seen[1:]),
             }
         )
     return patches
@@ -158,13 +198,15 @@ def flavours_of(report: Mapping[str, Any]) -> dict[str, int]:
                 bump(SAME_KEY_DUPLICATE)
             if dup["parallel"]:
                 bump(PARALLEL_DUPLICATE)
+            elif dup["afterTimeout"]:
+                bump(flavour(GHOST_DUPLICATE, v.get("fault")))
             else:
-                bump(GHOST_DUPLICATE if dup["afterTimeout"] else OTHER_DUPLICATE)
+                bump(OTHER_DUPLICATE)
         elif v["code"] == "RETRY_AFTER_VIOLATED":
-            bump(RETRY_AFTER)
+            bump(flavour(RETRY_AFTER, v.get("fault")))
     for o in report.get("observations", []):
         if o["code"] == "UNVERIFIED_AFTER_TIMEOUT":
-            bump(UNVERIFIED)
+            bump(flavour(UNVERIFIED, o.get("fault")))
     return counts
 
 

@@ -71,6 +71,7 @@ class Session:
         sinks: Iterable[Sink] = (),
         clock: Callable[[], int] = time.monotonic_ns,
         history: Iterable[Event] = (),
+        wall_clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self.plan_config = plan or PlanConfig()
         self.plan = FaultPlan(self.plan_config)
@@ -82,10 +83,15 @@ class Session:
         self.earlier_sessions = self.judge.sessions
         self.text = ReportText(self.judge)
         self.recorder = Recorder(
-            classifier or ClassifierConfig(), [self.judge.feed, *sinks], clock=clock
+            classifier or ClassifierConfig(),
+            [self.judge.feed, *sinks],
+            clock=clock,
+            wall_clock=wall_clock,
         )
         self.recorder.start(self.plan_config, kind=kind)
         self.ended = False
+        # E10: why the report cannot be trusted (the event log could not be written)
+        self.failure: str | None = None
         self._holds: list[BatchHold] = []  # batches with answers not yet sent
         self._patches_for: tuple[tuple[str, int], ...] | None = None
         self._patches_json = b"[]"
@@ -206,14 +212,24 @@ class Session:
     def judgement(self) -> Judgement:
         return judgement_of(self.judge)
 
+    def fail(self, reason: str) -> None:
+        """E10: the record of this run is incomplete (its event log could not be written): every
+        report written from now on says `status: "failed"` and why (`failure`)."""
+        if self.failure is None:
+            self.failure = reason
+
     def report_file_pieces(
         self, status: str, startup_error: str | None = None
     ) -> list[tuple[Any, bytes]]:
         """O2: the report file's JSON as keyed UTF-8 pieces; only what changed is serialised."""
         report, v, score = self.text.render_pieces()
+        if self.failure is not None:
+            status = "failed"  # E10: never "finished" over an incomplete record
         fields = {"verdict": v.verdict, "status": status, "certification": CERTIFICATION}
         if startup_error is not None:  # X14: a failed restart keeps the earlier judgement
             fields["startupError"] = startup_error
+        if self.failure is not None:
+            fields["failure"] = self.failure
         head = jsonutil.dumps(fields)
         flavours = tuple(sorted(self.judge.totals.flavours.items()))
         if flavours != self._patches_for:  # patches change rarely: serialise them when they do

@@ -33,7 +33,7 @@ from harness.events import (
 from harness.faults import FAULTS, PARAMS, Fault, PlanConfig
 from harness.operations.classify import Classification, ClassifierConfig, classify_tools
 from harness.operations.identity import digest_of, identity_arguments, raw_operation_id
-from harness.operations.keys import find_keys
+from harness.operations.keys import find_keys, usable_key
 
 Sink = Callable[[_Event], None]
 
@@ -51,8 +51,10 @@ class Recorder:
         classifier: ClassifierConfig,
         sinks: Iterable[Sink] = (),
         clock: Callable[[], int] = time.monotonic_ns,
+        wall_clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self.classifier = classifier
+        self.wall_clock = wall_clock
         self.classification = Classification(config=classifier, complete=False)
         self.sinks = list(sinks)
         self.clock = clock
@@ -68,6 +70,7 @@ class Recorder:
         self._emit(
             SessionStarted(
                 t_ns=self.clock(),
+                wall_ns=self.wall_clock(),
                 harness_version=__version__,
                 kind=kind,
                 scenario=plan.scenario,
@@ -76,6 +79,8 @@ class Recorder:
                 **{p.field: getattr(plan, p.field) if p in taken else None for p in PARAMS},
                 key_fields=list(self.classifier.key_fields),
                 keys_honoured=list(self.classifier.keys_honoured),
+                idempotent_tools=list(self.classifier.idempotent_globs),
+                distrust_annotations=self.classifier.distrust_annotations,
                 started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             )
         )
@@ -96,6 +101,7 @@ class Recorder:
                         key_field=t.key_field,
                         conflict=t.conflict,
                         keys_honoured=t.keys_honoured,
+                        idempotent=t.idempotent,
                     )
                     for t in self.classification.tools.values()
                 ],
@@ -118,10 +124,14 @@ class Recorder:
         if raw_arguments is not None:
             op, key_field, key = raw_operation_id(tool, raw_arguments), None, None
         else:
-            identity = identity_arguments(arguments, info.key_names, info.defaults)
+            identity = identity_arguments(arguments, info.key_names, info.defaults, info.key_plan)
             op = digest_of(tool, identity)
-            found = find_keys(arguments, info.key_names) if identity is not arguments else ()
-            key_field, key = found[0] if found else (None, None)
+            found = (
+                find_keys(arguments, info.key_names, info.key_plan)
+                if identity is not arguments
+                else []
+            )
+            key_field, key = usable_key(found)  # E3: a null or "" key is no key
         event = CallReceived(
             t_ns=self.clock(),
             seq=self._next_seq,
@@ -138,6 +148,7 @@ class Recorder:
             identity_arguments=None if identity is arguments else identity,
             tool_reason=None if info.listed else info.reason,
             key_honoured=info.keys_honoured,
+            idempotent=info.idempotent,
         )
         self._emit(event)
         return event

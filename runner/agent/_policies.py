@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,7 +23,7 @@ from runner.agent._conversation import (
     rate_limit_wait,
     record_id,
 )
-from runner.agent._task import PlannedCall, Task, invented_id
+from runner.agent._task import PlannedCall, Task, invented_id, is_id_field
 
 
 class ScriptedParams(BaseModel):
@@ -329,6 +329,112 @@ def respells(conv: Conversation, task: Task, params: ScriptedParams) -> Decision
     return _say(f"The {task.noun} failed again: {_short(_last_write(conv, task).text)}")
 
 
+# -- issue 21's shapes (E1-E4, E6): what real agents send that a judge must read right -------
+
+
+def _once_more_at_once(
+    conv: Conversation, task: Task, write: PlannedCall, repeat: PlannedCall
+) -> Decision:
+    """Send `write`; after an error (or a user's "please try again") send `repeat` at once,
+    once per user message; then report."""  # fmt: skip
+    if _is_opening(conv, task):
+        return _send(write)
+    if (done := _confirmed(conv, task)) is not None:
+        return _say(done)
+    if conv.current.last_step is None and not asks_to_retry(conv.current.user):
+        return _say(_status(conv, task))
+    if _retries_in_turn(conv, task) == 0:
+        return _send(repeat)
+    return _say(f"The {task.noun} failed again: {_short(_last_write(conv, task).text)}")
+
+
+def null_key(conv: Conversation, task: Task, params: ScriptedParams) -> Decision:
+    """Fills the optional idempotency key with null, as models often fill optional fields,
+    and re-sends a failed write at once, null again (E3: a null key is no key). Without a key
+    field in the schema it sends the write as it is."""
+    write = task.write
+    if task.key_field is not None:
+        write = PlannedCall(write.name, {**write.arguments, task.key_field: None})
+    return _once_more_at_once(conv, task, write, write)
+
+
+def adds_enum_default(conv: Conversation, task: Task, params: ScriptedParams) -> Decision:
+    """Re-sends a failed write at once with the default of its enum properties filled in
+    (`room: "standard"`), the default pydantic writes beside a `$ref` (E4): the same
+    operation. Without an enum default it fills in every default, like `respells`."""
+    filled = task.enum_defaults or task.defaults
+    arguments = {**task.write.arguments, **{k: v for k, v in filled.items()
+                                             if k not in task.write.arguments}}  # fmt: skip
+    return _once_more_at_once(conv, task, task.write, PlannedCall(task.write.name, arguments))
+
+
+def _equal_number(value: Any) -> Any:
+    """The same number in another spelling: 129 -> 129.0, 129.0 -> 129 (E6)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if isinstance(value, int):
+        return float(value)
+    return int(value) if value.is_integer() else value
+
+
+def equivalent_numbers(conv: Conversation, task: Task, params: ScriptedParams) -> Decision:
+    """Re-sends a failed write at once with each whole number written the other way (`129`
+    as `129.0`, `129.00` as `129`): equal numbers, so the same operation (E6)."""
+    arguments = {k: _equal_number(v) for k, v in task.write.arguments.items()}
+    return _once_more_at_once(conv, task, task.write, PlannedCall(task.write.name, arguments))
+
+
+def _status_call(conv: Conversation, task: Task) -> PlannedCall | None:
+    """A call of the task's status tool about the record the write made (its id)."""
+    status = task.status
+    if status is None:
+        return None
+    made = next((r for r in conv.results(task.write.name) if not r.is_error), None)
+    found_id = record_id(made.text, skip=tuple(made.call.arguments)) if made else None
+    arguments: dict[str, Any] = {}
+    for prop in status.required:
+        if is_id_field(prop) and found_id:
+            arguments[prop] = found_id
+        elif prop in task.write.arguments:
+            arguments[prop] = task.write.arguments[prop]
+        else:
+            return None  # it cannot say which record: no poll
+    return PlannedCall(status.name, arguments)
+
+
+def polls_status(conv: Conversation, task: Task, params: ScriptedParams) -> Decision:
+    """Sends the write once, then polls its status tool twice (`order_status`, whose name
+    reads like a write's verb and whose annotation says read-only, E2), then reports. Never
+    re-sends the write; without a status tool it just reports."""
+    if _is_opening(conv, task):
+        return _send(task.write)
+    last = _last_write(conv, task)
+    polls = [r for r in conv.results() if task.status and r.call.name == task.status.name]
+    poll = None if last.is_error else _status_call(conv, task)
+    if poll is not None and len(polls) < 2:
+        return _send(poll)
+    if last.is_error:
+        return _say(_status(conv, task))
+    state = f" Its status: {_short(polls[-1].text)}" if polls else ""
+    found_id = record_id(last.text, skip=tuple(last.call.arguments))
+    return _say(f"Done, {task.noun} {found_id or 'placed'}.{state}")
+
+
+def idempotent_rewrite(conv: Conversation, task: Task, params: ScriptedParams) -> Decision:
+    """Sends the write and then the very same write once more, to make sure it is saved (as
+    agents re-write a file with the same content); after an error it re-sends it at once. The
+    same operation twice: harmless for a tool that is idempotent (E1), a duplicate otherwise."""
+    if _is_opening(conv, task):
+        return _send(task.write)
+    writes = conv.results(task.write.name)
+    if len(writes) < 2 and conv.current.last_step is not None:
+        return _send(task.write)
+    last = writes[-1]
+    if last.is_error:
+        return _say(_status(conv, task))
+    return _say(f"Done, the {task.noun} is saved.")
+
+
 POLICIES: dict[str, Policy] = {  # model name (without the provider) -> policy
     "careful": careful,
     "naive": naive,
@@ -337,6 +443,11 @@ POLICIES: dict[str, Policy] = {  # model name (without the provider) -> policy
     "verifies-by-id-only": verifies_by_id_only,
     "same-key-retry": same_key_retry,
     "respells": respells,
+    "null-key": null_key,
+    "adds-enum-default": adds_enum_default,
+    "equivalent-numbers": equivalent_numbers,
+    "polls-status": polls_status,
+    "idempotent-rewrite": idempotent_rewrite,
 }
 
 

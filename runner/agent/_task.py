@@ -60,6 +60,9 @@ class Task:
     lookup: ToolSpec | None = None  # an id-lookup tool (its only required field is an id)
     # The defaults the write's schema declares for properties the request left out (K4).
     defaults: Mapping[str, Any] = field(default_factory=dict)
+    # Those of them whose property is an enum (inline, or a `$ref` as pydantic writes it, E4).
+    enum_defaults: Mapping[str, Any] = field(default_factory=dict)
+    status: ToolSpec | None = None  # a tool that reads a record's status (`order_status`)
 
     def keyed_write(self) -> PlannedCall:
         """The write with a deterministic idempotency key (when the schema has a key field)."""
@@ -258,6 +261,11 @@ def extract_task(first_user_message: str, tools: Sequence[Mapping[str, Any]] | N
         if isinstance(schema, Mapping) and "default" in schema
         and prop not in arguments and prop != key
     }  # fmt: skip
+    enums = {
+        prop: value
+        for prop, value in defaults.items()
+        if "enum" in write_tool.properties[prop] or "$ref" in write_tool.properties[prop]
+    }
     return Task(
         noun=_noun(write_tool.name),
         write=PlannedCall(write_tool.name, arguments),
@@ -265,7 +273,21 @@ def extract_task(first_user_message: str, tools: Sequence[Mapping[str, Any]] | N
         search=PlannedCall(search[0].name, search[1]) if search else None,
         lookup=_pick_lookup(reads, write_tool),
         defaults=defaults,
+        enum_defaults=enums,
+        status=_pick_status(specs, write_tool),
     )
+
+
+_STATUS_WORDS = frozenset({"status", "state", "progress"})
+
+
+def _pick_status(tools: Sequence[ToolSpec], write: ToolSpec) -> ToolSpec | None:
+    """A tool named for a status (`order_status`, `getDeployState`): what a poller calls."""
+    return next(
+        (t for t in tools if t is not write and words(t.name)[-1:] and
+         words(t.name)[-1] in _STATUS_WORDS),
+        None,
+    )  # fmt: skip
 
 
 def invented_id(lookup: ToolSpec) -> tuple[str, str]:

@@ -57,6 +57,27 @@ SCRIPTED_MODELS: dict[str, str] = {
         "re-sends a failed write at once in another spelling: the schema's defaults filled in "
         "(respell: defaults) or numbers as strings (respell: strings)"
     ),
+    # issue 21's shapes (E1-E4, E6), for the corpus of real servers
+    "scripted/null-key": (
+        "fills the optional idempotency key with null and re-sends a failed write at once, "
+        "null again (a null key is no key)"
+    ),
+    "scripted/adds-enum-default": (
+        "re-sends a failed write at once with its enum properties' defaults filled in "
+        "(room: standard, the default pydantic writes beside a $ref)"
+    ),
+    "scripted/equivalent-numbers": (
+        "re-sends a failed write at once with its whole numbers written the other way "
+        "(129 as 129.0): the same operation"
+    ),
+    "scripted/polls-status": (
+        "sends the write once, then polls its status tool twice (order_status: a write verb's "
+        "name, annotated read-only), never re-sends"
+    ),
+    "scripted/idempotent-rewrite": (
+        "sends the write, then the very same write once more to make sure (re-sends it at "
+        "once after an error): harmless for an idempotent tool, a duplicate otherwise"
+    ),
 }
 
 

@@ -73,6 +73,8 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
         read_globs=tuple(upstream.read_tools or ()),
         key_fields=tuple(upstream.key_fields) if upstream.key_fields else DEFAULT_KEY_FIELDS,
         keys_honoured=_keys_honoured(upstream.builtin),
+        idempotent_globs=tuple(upstream.idempotent_tools or ()),
+        distrust_annotations=upstream.distrust_annotations,
     )
     common = {
         "agent_over_http": spec.proxy.agent == "http",

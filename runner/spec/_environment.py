@@ -50,6 +50,10 @@ class Upstream(Frozen):
     write_tools: CommaFree = list_field(default=None)
     read_tools: CommaFree = list_field(default=None)
     key_fields: CommaFree = list_field(default=None)
+    # E1: tools whose repeats are harmless (--idempotent-tools), and whether the upstream's
+    # idempotentHint annotations count (--distrust-annotations)
+    idempotent_tools: CommaFree = list_field(default=None)
+    distrust_annotations: bool = False
 
     @field_validator("builtin")
     @classmethod
@@ -129,7 +133,10 @@ def _params_model(kind: str) -> type[Frozen]:
     fields: dict[str, Any] = {}
     for param in FAULTS[kind].params:
         bound = {"gt" if param.low_open else "ge": param.low, "le": param.high}
-        fields[param.key] = (param.kind, Field(default=param.default, description=param.help, **bound))
+        fields[param.key] = (
+            param.kind,
+            Field(default=param.default, description=param.help, **bound),
+        )
     return create_model(f"{kind}Params", __base__=Frozen, __doc__=f"{kind}'s parameters.", **fields)
 
 

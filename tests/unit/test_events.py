@@ -89,8 +89,9 @@ def test_a_missing_log_is_one_clear_error(tmp_path):
 
 
 def test_a_version_2_log_still_reads_and_a_fault_not_applicable_round_trips(tmp_path):
-    # events.LOG_VERSION 3 added fault_not_applicable (H2: F7 for an agent without a session)
-    assert LOG_VERSION == 3
+    # events.LOG_VERSION 3 added fault_not_applicable (H2: F7 for an agent without a session);
+    # 4 added E1's idempotent fields and E7's wall clock
+    assert LOG_VERSION >= 3
     old = SessionStarted(t_ns=1, harness_version="0", log_version=2, scenario="F7")
     skipped = FaultNotApplicable(t_ns=3, seq=1, fault="F7", reason="F7 needs a session")
     path = tmp_path / "events.jsonl"

@@ -35,8 +35,8 @@ def test_k2_big_integers_stay_exact_beyond_2_pow_53():  # K2
     assert op(a) != op(b)
 
 
-def test_k2_numbers_compare_as_sent():  # K2
-    assert op(jsonutil.loads('{"x": 1.50}')) != op(jsonutil.loads('{"x": 1.5}'))
+def test_e6_numbers_compare_by_value_though_the_canonical_text_keeps_them_as_sent():  # E6 K2
+    assert op(jsonutil.loads('{"x": 1.50}')) == op(jsonutil.loads('{"x": 1.5}'))
     assert jsonutil.canonical(jsonutil.loads('{"x": 1.50}')) == '{"x":1.50}'
 
 

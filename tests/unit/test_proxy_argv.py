@@ -126,8 +126,12 @@ def test_x1_proxy_argv_writes_every_flag_that_sets_something() -> None:  # X1
         upstream_env={"K": "V"},
         plan=PlanConfig(chaos_error_rate=0.5, seed=7, fault_delay_ms=5),
         classifier=ClassifierConfig(
-            write_globs=("w*",), read_globs=("r*",), keys_honoured=("pay_*",)
-        ),
+            write_globs=("w*",),
+            read_globs=("r*",),
+            keys_honoured=("pay_*",),
+            idempotent_globs=("put_*",),
+            distrust_annotations=True,
+        ),  # fmt: skip
         report_file="r.json",
         event_log="e.jsonl",
         max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES + 1,

@@ -140,21 +140,27 @@ def test_c3_annotation_decides_where_the_name_says_nothing():  # C1 order: annot
 
 
 @pytest.mark.parametrize(
-    ("name", "annotations"),
+    ("name", "annotations", "judged"),
     [
-        ("create_report_view", {"readOnlyHint": True}),  # the issue: a write hinted read-only
-        ("get_or_create_customer", {"readOnlyHint": True}),
-        ("search_bookings", {"readOnlyHint": False}),  # the other direction
+        # E2 (refines C9): a read-only hint on a writing name makes the tool neither
+        ("create_report_view", {"readOnlyHint": True}, "unclassified"),
+        ("get_or_create_customer", {"readOnlyHint": True}, "unclassified"),
+        ("search_bookings", {"readOnlyHint": False}, "write"),  # the other direction: a write
     ],
 )
-def test_c9_a_name_annotation_conflict_is_flagged_and_judged_as_a_write(name, annotations):
-    # C9: never a verification: the tool stays a write, with a WARNING and a flag.
+def test_c9_e2_a_name_annotation_conflict_is_flagged_and_never_a_verification(
+    name, annotations, judged
+):
+    # C9: never a verification, with a WARNING and a flag; E2: a read-only hint on a writing
+    # name is not a write either (its repeats are no violation).
     info = classify_tool(tool(name, annotations), DEFAULT)
-    assert info.tool_class == "write"
+    assert info.tool_class == judged
     assert info.conflict is not None and "contradicts the name" in info.reason
     lines = startup_lines(classify_tools([tool(name, annotations)], DEFAULT), [])
-    assert any(line.startswith(f'WARNING: tool "{name}"') and "judged as a write" in line
-               for line in lines)
+    says = "judged as a write" if judged == "write" else "judged as neither"
+    assert [line for line in lines if line.startswith(f'WARNING: tool "{name}"')] == [
+        next(line for line in lines if says in line)
+    ]
 
 
 def test_c1_explicit_flags_win_over_annotations():  # C1
@@ -271,7 +277,10 @@ def test_k5_request_ids_are_not_keys_by_default(name):  # K5: they often name th
 def test_k5_key_fields_are_found_at_any_depth_in_arguments_and_schemas():  # K5
     keys = DEFAULT.normalised_key_fields
     assert key_of({"options": {"idempotency_key": "k"}}, keys) == ("options.idempotency_key", "k")
-    assert key_of({"items": [{"a": 1}, {"clientToken": "t"}]}, keys) == ("items[1].clientToken", "t")
+    assert key_of({"items": [{"a": 1}, {"clientToken": "t"}]}, keys) == (
+        "items[1].clientToken",
+        "t",
+    )
     # the top level comes first
     assert key_of({"meta": {"client_token": "n"}, "idempotency_key": "t"}, keys)[1] == "t"
     schema = {
