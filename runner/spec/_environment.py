@@ -35,6 +35,15 @@ CommaFree = Annotated[tuple[str, ...] | None, AfterValidator(_no_commas)]
 ENV_REFERENCE = "os.environ/"  # litellm's spelling of "the value of this variable"
 
 
+def _env_names(env: FrozenDict) -> FrozenDict:
+    if any(not k or "=" in k for k in env):
+        raise ValueError("environment variable names must be non-empty and contain no '='")
+    return env
+
+
+EnvMap = Annotated[FrozenStrMap, AfterValidator(_env_names)]  # an `env:` of names and values
+
+
 # T1: a probe's bounds (defaults, and the largest values a spec may set).
 PROBE_TIMEOUT_S, PROBE_MAX_TIMEOUT_S = 10.0, 600.0
 PROBE_OUTPUT_BYTES, PROBE_MAX_OUTPUT_BYTES = 4_000_000, 64_000_000
@@ -47,18 +56,11 @@ class TruthProbe(Frozen):
 
     command: tuple[Name, ...] | None = list_field(default=None)  # argv, no shell
     cwd: Text | None = None  # like an upstream's `cwd`, relative to where the runner starts
-    env: FrozenStrMap = Field(default_factory=FrozenDict)
+    env: EnvMap = Field(default_factory=FrozenDict)
     sql: Text | None = None
     database: Text | None = None  # a SQLite or DuckDB file, opened read-only
     timeout_s: float = Field(default=PROBE_TIMEOUT_S, gt=0, le=PROBE_MAX_TIMEOUT_S)
     max_output_bytes: int = Field(default=PROBE_OUTPUT_BYTES, ge=1, le=PROBE_MAX_OUTPUT_BYTES)
-
-    @field_validator("env")
-    @classmethod
-    def _env_names(cls, env: FrozenDict) -> FrozenDict:
-        if any(not k or "=" in k for k in env):
-            raise ValueError("environment variable names must be non-empty and contain no '='")
-        return env
 
     @model_validator(mode="after")
     def _one_kind(self) -> TruthProbe:
@@ -88,7 +90,7 @@ class Upstream(Frozen):
     headers: FrozenStrMap = Field(default_factory=FrozenDict)  # for `url`: os.environ/NAME
     transport: Literal["stdio", "http"] = "stdio"  # how a built-in is served to the proxy
     args: tuple[str, ...] = list_field(default=())
-    env: FrozenStrMap = Field(default_factory=FrozenDict)
+    env: EnvMap = Field(default_factory=FrozenDict)
     cwd: Text | None = None  # like `command`, relative to where the runner is started
     write_tools: CommaFree = list_field(default=None)
     read_tools: CommaFree = list_field(default=None)
@@ -115,13 +117,6 @@ class Upstream(Frozen):
                 f"known: {', '.join(known)}"
             )
         return kind
-
-    @field_validator("env")
-    @classmethod
-    def _env_names(cls, env: FrozenDict) -> FrozenDict:
-        if any(not k or "=" in k for k in env):
-            raise ValueError("environment variable names must be non-empty and contain no '='")
-        return env
 
     @field_validator("url")
     @classmethod
