@@ -67,6 +67,9 @@ from runner.matrix import RunCell
 from runner.records import FindingRow, RunRecord
 from runner.spec import ExperimentSpec, TruthProbe
 
+# How a run reaches its proxy: (the proxy's target, the run's folder) -> an MCP connection.
+Connect = Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]]
+
 
 def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTarget:
     """The proxy flags and upstream for a cell."""
@@ -165,16 +168,24 @@ async def execute_run(
     patch_text: str | None = None,
     in_process: str | None = None,
     keep_dir: Path | None = None,
+    connect: Connect | None = None,
 ) -> RunRecord:
-    """Run one cell once; provider and proxy failures become a record with status=error."""
+    """Run one cell once; provider and proxy failures become a record with status=error.
+
+    `connect` hosts the proxy and its upstream another way (the corpus of real servers keeps
+    one server process for many runs, tests/support/corpus.py); by default a subprocess, or
+    this process for a built-in upstream."""
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     workdir_ctx = tempfile.TemporaryDirectory(prefix=f"agent-harness-{cell.run_id}-")
     workdir = Path(workdir_ctx.name)
     target = proxy_target(cell, spec, workdir)
-    connect: Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]] = (
-        in_process_connection if uses_in_process(cell, spec, in_process) else subprocess_connection
-    )
+    if connect is None:
+        connect = (
+            in_process_connection
+            if uses_in_process(cell, spec, in_process)
+            else subprocess_connection
+        )
     agent = AgentResult()
     error: str | None = None
     connection: Connection | None = None
