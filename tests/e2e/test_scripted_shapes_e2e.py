@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -24,6 +23,7 @@ from runner.matrix import expand  # noqa: E402
 from runner.records import RunRecord  # noqa: E402
 from runner.spec import load_spec  # noqa: E402
 from tests.support.paths import SERVERS  # noqa: E402
+from tests.support.specs import write_spec  # noqa: E402
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -31,20 +31,12 @@ SHOP = SERVERS / "shop_server.py"
 
 
 async def run(tmp_path: Path, model: str, upstream: dict[str, Any], user: str) -> RunRecord:
-    spec = {
-        "name": "shapes",
-        "models": [model],
-        "prompts": [{"name": "p", "text": "You are an assistant."}],
-        "upstreams": [{"name": "server", **upstream}],
-        "scenarios": ["none"],
-        "conversations": [{"name": "single", "user": user}],
-        "limits": {"run_timeout_s": 60},
-    }
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
-    loaded = load_spec(path)
-    (cell,) = expand(loaded)
-    return await execute_run(cell, loaded, keep_dir=tmp_path / "kept")
+    spec = load_spec(write_spec(
+        tmp_path, "shapes", models=[model], upstreams=[{"name": "server", **upstream}],
+        scenarios=["none"], conversations=[{"name": "single", "user": user}],
+    ))  # fmt: skip
+    (cell,) = expand(spec)
+    return await execute_run(cell, spec, keep_dir=tmp_path / "kept")
 
 
 def findings(record: RunRecord) -> list[str]:

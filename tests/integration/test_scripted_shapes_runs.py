@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -23,6 +22,7 @@ from runner.execute import execute_run  # noqa: E402
 from runner.matrix import expand  # noqa: E402
 from runner.records import RunRecord  # noqa: E402
 from runner.spec import load_spec  # noqa: E402
+from tests.support.specs import write_spec  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -34,21 +34,13 @@ async def run(
     tmp_path: Path, model: str, builtin: str, user: str, scenario: str
 ) -> tuple[RunRecord, Path]:
     """One run of `model` against the built-in `builtin`; the record and the kept ledger."""
-    spec = {
-        "name": "shapes",
-        "models": [model],
-        "prompts": [{"name": "p", "text": "You are an assistant."}],
-        "upstreams": [{"name": builtin, "builtin": builtin}],
-        "scenarios": [scenario],
-        "conversations": [{"name": "single", "user": user}],
-        "limits": {"run_timeout_s": 60},
-    }
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
-    loaded = load_spec(path)
-    (cell,) = expand(loaded)
+    spec = load_spec(write_spec(
+        tmp_path, "shapes", models=[model], upstreams=[{"name": builtin, "builtin": builtin}],
+        scenarios=[scenario], conversations=[{"name": "single", "user": user}],
+    ))  # fmt: skip
+    (cell,) = expand(spec)
     keep = tmp_path / "kept"
-    record = await execute_run(cell, loaded, in_process="always", keep_dir=keep)
+    record = await execute_run(cell, spec, in_process="always", keep_dir=keep)
     return record, keep / cell.run_id / "upstream.sqlite"
 
 
