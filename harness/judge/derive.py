@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.faults import RETRY_WINDOWS
 from harness.judge.model import NOT_RUN, Attempt, KeyState, OpState
+from harness.judge.repeats import repeat_facts
 
 # Operation outcomes (operations[].outcome).
 EXECUTED_ONCE = "EXECUTED_ONCE"
@@ -147,6 +148,16 @@ def _effective_executions(op: OpState) -> list[Attempt]:
     return first
 
 
+def duplicate_pairs(op: OpState) -> list[tuple[Attempt, Attempt]]:
+    """E9: (the execution it repeats, the repeat) for every execution of a DUPLICATE operation
+    after its first; none for any other outcome (a KEYED_RETRY or an IDEMPOTENT_REPEAT is no
+    duplicate). The runner attributes exactly these."""
+    if _outcome(op)[0] != DUPLICATE:
+        return []
+    executions = _effective_executions(op)
+    return list(zip(executions, executions[1:], strict=False))
+
+
 def _key_use(executions: list[Attempt]) -> str:
     keys = [a.key for a in executions]
     if all(k is None for k in keys):
@@ -222,19 +233,8 @@ def derive_operation(op: OpState, reads: Sequence[int], wall_of: WallOf) -> Deri
 
     if outcome == DUPLICATE:
         repeat = executions[1]
-        # J11: a timeout the agent had not been told of yet is no reason; that is parallel.
-        # E5: a real timeout whose answer came late, or an answer never delivered, is one too.
-        ghost = next(
-            (
-                a
-                for a in attempts
-                if a.unseen_execution
-                and a.pos_answered is not None
-                and a.pos_answered < repeat.pos_received
-            ),
-            None,
-        )
-        after_timeout = ghost is not None
+        facts = repeat_facts(attempts, repeat)  # E9: the labels the runner's causes share
+        after_timeout = facts.after_timeout
         first_failure = op.first_failure_pos
         verified = (
             first_failure is not None
@@ -247,7 +247,7 @@ def derive_operation(op: OpState, reads: Sequence[int], wall_of: WallOf) -> Deri
             "keyUse": key_use,
             "afterTimeout": after_timeout,
             "verifiedBefore": verified,
-            "parallel": repeat.parallel,
+            "parallel": facts.parallel,
             "upstreamResponsesIdentical": len(digests) == 1 and None not in digests,
         }
         if key_use == "same_key":
@@ -264,13 +264,13 @@ def derive_operation(op: OpState, reads: Sequence[int], wall_of: WallOf) -> Deri
             "executions": len(executions),
             "duplicate": duplicate,
         }
-        if ghost is not None and ghost.fault:
-            violation["fault"] = ghost.fault  # E8: F1's timeout or F6's cut stream
+        if facts.after_fault is not None:
+            violation["fault"] = facts.after_fault  # E8: F1's timeout or F6's cut stream
         violations.append(violation)
-        if repeat.parallel:
+        if facts.parallel:
             flavours.append(PARALLEL_DUPLICATE)
-        elif ghost is not None:
-            flavours.append(flavour(GHOST_DUPLICATE, ghost.fault))
+        elif facts.after_timeout:
+            flavours.append(flavour(GHOST_DUPLICATE, facts.after_fault))
         else:
             flavours.append(OTHER_DUPLICATE)
     keyed = _keyed_retry(op, outcome)

@@ -15,9 +15,9 @@ from typing import Any
 
 from harness import CERTIFICATION
 from harness.base import jsonutil
-from harness.faults import FAULTS
 from harness.judge.core import Judge
 from harness.judge.derive import REJECTED_REPEAT, SPELLING_REPEAT, UNCERTAIN_REPEAT
+from harness.judge.repeats import RepeatFacts, how, seen_as
 
 PASS, FAIL, NOT_TESTED = "PASS", "FAIL", "NOT_TESTED"
 FAIL_SCORE_CAP = 49
@@ -28,11 +28,6 @@ DS_WEIGHT, FH_WEIGHT = Fraction(3, 5), Fraction(2, 5)
 class Verdict:
     verdict: str
     reason: str
-
-
-def _seen_as(fault: str | None, default: str) -> str:
-    """E8: what the agent saw of a fault, in the words of its class."""
-    return FAULTS[fault if fault in FAULTS else default].seen_as
 
 
 def _triggered(judge: Judge) -> str:
@@ -55,17 +50,15 @@ def _fail_reason(judge: Judge) -> str:
     name = _op_name(judge, index)
     if first["code"] == "DUPLICATE_EXECUTION":
         dup = first["duplicate"]
-        how = ""
-        if dup["parallel"]:
-            how = " in parallel"
-        elif dup["afterTimeout"]:  # E8: F1's timeout, or F6's cut stream
-            how = f" after {_seen_as(first.get('fault'), 'F1')}"
-        sentence = f"{name} was executed {first['executions']} times{how}"
+        # E9: in the words the runner's attribution uses too; E8: F1's timeout, F6's cut stream
+        fault = (first.get("fault") or "F1") if dup["afterTimeout"] else None
+        facts = RepeatFacts(dup["parallel"], fault)
+        sentence = f"{name} was executed {first['executions']} times{how(facts)}"
     else:
         wait = first["retryAfter"]
         sentence = (  # E8: a 429 with retry_after (F2), a 503 with Retry-After (F8)
             f"{name} was sent again {wait['waitedMs']} ms after "
-            f"{_seen_as(first.get('fault'), 'F2')} that asked for {wait['requiredMs']} ms"
+            f"{seen_as(first.get('fault'), 'F2')} that asked for {wait['requiredMs']} ms"
         )
     more = totals.violations - 1
     return sentence + (f" (and {more} more violation{'s' if more > 1 else ''})." if more else ".")

@@ -1,7 +1,24 @@
 """The report: the judgement (report, score, patches), its file and slots, Markdown, prompt
-patches, and the typed model a report is read back through (`read_report`)."""
+patches, the typed model a report is read back through (`read_report`), and a log's duplicate
+executions with the words for their causes (E9: `duplicate_repeats`, `origin_of`, `because`)."""
 
-from harness.report.judgement import Judgement, judge_events, judgement_of, tool_classification
+from harness.judge.repeats import (
+    ORIGIN_MEANINGS,
+    ORIGINS,
+    Origin,
+    RepeatFacts,
+    Step,
+    because,
+    origin_of,
+)
+from harness.report.judgement import (
+    DuplicateRepeat,
+    Judgement,
+    duplicate_repeats,
+    judge_events,
+    judgement_of,
+    tool_classification,
+)
 from harness.report.markdown import judgement_markdown
 from harness.report.model import (
     Coverage,
@@ -22,23 +39,32 @@ from harness.report.model import (
 )
 
 __all__ = [
+    "ORIGINS",
+    "ORIGIN_MEANINGS",
     "Coverage",
     "Duplicate",
+    "DuplicateRepeat",
     "Finding",
     "Judgement",
     "KeyEntry",
     "Operation",
+    "Origin",
     "Patch",
     "Report",
     "ReportModel",
+    "RepeatFacts",
     "RetryAfter",
     "ScenarioConfig",
     "Score",
     "StateDiff",
+    "Step",
     "ToolEntry",
+    "because",
+    "duplicate_repeats",
     "judge_events",
     "judgement_markdown",
     "judgement_of",
+    "origin_of",
     "read_report",
     "report_field_names",
     "tool_classification",

@@ -12,6 +12,8 @@ from typing import Any
 
 from harness.events import Event
 from harness.judge import Judge, report_dict, score, verdict
+from harness.judge.derive import duplicate_pairs
+from harness.judge.repeats import RepeatFacts, repeat_facts
 from harness.report.patches import build_patches
 
 
@@ -63,3 +65,36 @@ def tool_classification(judge: Judge) -> list[dict[str, Any]]:
 def judge_events(events: Iterable[Event]) -> Judgement:
     """Judge a whole event log."""
     return judgement_of(Judge().feed_all(events))
+
+
+@dataclass(frozen=True)
+class DuplicateRepeat:
+    """E9: one execution of a DUPLICATE operation after its first, as the judge saw it."""
+
+    operation: int  # operations[].index
+    tool: str
+    execution: int  # 2 for the operation's second execution
+    earlier: Any  # the CallReceived event of the execution it repeats
+    repeat: Any  # the CallReceived event of this execution
+    facts: RepeatFacts  # the judge's labels (parallel, after a fault)
+
+
+def duplicate_repeats(events: Iterable[Event]) -> list[DuplicateRepeat]:
+    """Every duplicate execution of a whole event log, in the order of the operations: only
+    those of `DUPLICATE` operations (never a KEYED_RETRY's or an IDEMPOTENT_REPEAT's), each
+    with the labels the report's own violation carries."""
+    logged = list(events)
+    judge = Judge().feed_all(logged)
+    # The judge numbers the events it is fed from 1: a position is the event's index + 1.
+    return [
+        DuplicateRepeat(
+            operation=op.index,
+            tool=op.tool,
+            execution=n,
+            earlier=logged[earlier.pos_received - 1],
+            repeat=logged[repeat.pos_received - 1],
+            facts=repeat_facts(op.attempts, repeat),
+        )
+        for op in judge.ops
+        for n, (earlier, repeat) in enumerate(duplicate_pairs(op), start=2)
+    ]

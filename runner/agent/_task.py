@@ -25,8 +25,9 @@ _LOOKUP_VERBS = frozenset({"get", "fetch", "lookup", "read", "show", "view", "de
 _CREATES_TEXT = re.compile(r"\bcreat(?:e|es|ing)\b", re.IGNORECASE)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 # "key: value" where the key is up to three words; the longest suffix naming a property wins,
-# so "Pay the invoice for customer: ACME" still finds `customer`.
-_PAIR_KEY = re.compile(r"(?<![\w-])([A-Za-z][\w-]*(?: [A-Za-z][\w-]*){0,2})\s*:\s*")
+# so "Pay the invoice for customer: ACME" still finds `customer`. A space (or the end) follows
+# the colon, so a value may hold a URL or a data URI ("data: data:text/plain,hi").
+_PAIR_KEY = re.compile(r"(?<![\w-])([A-Za-z][\w-]*(?: [A-Za-z][\w-]*){0,2})\s*:(?=\s|$)\s*")
 _ID_NAME = re.compile(r"(?:^|[_\s-])[iI][dD]$|[a-z0-9]I[dD]$")
 _ID_EXAMPLE = re.compile(r"\b([A-Z]{2,5})-[0-9A-Z]{2,}\b")
 
@@ -158,6 +159,17 @@ def coerce(value: str, schema: Mapping[str, Any]) -> Any:
         return value
     if kind == "boolean" and value.lower() in ("true", "yes", "false", "no"):
         return value.lower() in ("true", "yes")
+    if kind in ("array", "object"):
+        # JSON as a model writes it (`entities: [{"name": "Ann"}]`); a bare word for a list
+        # of strings is that one item (`files: notes.txt`).
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list if kind == "array" else dict):
+            return parsed
+        if kind == "array":
+            return [value]
     return value
 
 
@@ -172,6 +184,12 @@ def _fill(tool: ToolSpec, pairs: Mapping[str, str]) -> dict[str, Any]:
 def key_field_of(tool: ToolSpec) -> str | None:
     """The property that carries an idempotency key, if the schema has one."""
     return next((p for p in tool.properties if "idempotency" in normalise(p)), None)
+
+
+def _named(tool: ToolSpec, request: str) -> bool:
+    """The request names the tool itself ("Please run gzip-file-as-resource"), as a user who
+    knows the server does: whatever its verb, that is the write asked for."""
+    return re.search(rf"(?<![\w-]){re.escape(tool.name)}(?![\w-])", request) is not None
 
 
 def _is_creating(tool: ToolSpec) -> bool:
@@ -246,14 +264,15 @@ def extract_task(first_user_message: str, tools: Sequence[Mapping[str, Any]] | N
     """Read the write the user asks for, and the tools that could check on it (None: no write)."""
     specs = parse_tools(tools)
     pairs = parse_pairs(first_user_message)
-    writes = [t for t in specs if _is_creating(t)]
+    named = [t for t in specs if _named(t, first_user_message)]
+    writes = named or [t for t in specs if _is_creating(t)]
     if not writes:
         return None
     write_tool = _pick_write(writes, pairs, first_user_message)
     key = key_field_of(write_tool)
     arguments = {k: v for k, v in _fill(write_tool, pairs).items() if k != key}
     business = {k: v for k, v in arguments.items() if not is_id_field(k)}
-    reads = [t for t in specs if not _is_creating(t)]
+    reads = [t for t in specs if not _is_creating(t) and t is not write_tool]
     search = _pick_search(reads, business)
     defaults = {
         prop: schema["default"]

@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 
 from runner.analysis.labels import separate_param_sets
-from runner.execute.agreement import AGREEMENTS, AGREES, NO_CLAIM, NOT_CHECKABLE
+from runner.execute.agreement import AGREEMENTS, AGREES, NO_CLAIM, NOT_CHECKABLE, UNKNOWN
 from runner.execute.sweep import Progress
 from runner.records import RunRecord
 
@@ -110,6 +110,8 @@ def agreement_lines(runs: pl.DataFrame) -> list[str]:
         f"{counts[AGREES]} agree, {counts[NO_CLAIM]} NOT_TESTED claim nothing, "
         f"{counts[NOT_CHECKABLE]} not checkable"
     )
+    if counts[UNKNOWN]:  # T1: shown only when a truth probe failed
+        tally += f", {counts[UNKNOWN]} unknown (the truth probe failed)"
     bad = disagreeing_runs(runs)
     if not bad:
         return [f"Verdicts against the upstream's real rows: 0 disagree, {tally}."]

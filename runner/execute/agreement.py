@@ -13,8 +13,11 @@ This module sets one against the other, per run, from what the verdict claims:
 
 The claim is checked against the ground truth's business operations: a duplicate is a
 business operation with more than one real row (cancelled rows included: they were written).
-A run against an upstream whose rows the runner cannot read is `not_checkable`; a run that
-failed to run has no verdict and no agreement (None).
+For an upstream with a truth probe (T1) the ground truth is the run's effects on the state the
+probe reads (runner/execute/effects.py): a duplicate is a record written more than once. A
+run against an upstream whose rows the runner cannot read is `not_checkable`; one whose truth
+probe failed is `unknown` (never a guess); a run that failed to run has no verdict and no
+agreement (None).
 """
 
 from __future__ import annotations
@@ -29,14 +32,17 @@ AGREES = "agrees"
 DISAGREES = "disagrees"
 NO_CLAIM = "no_claim"
 NOT_CHECKABLE = "not_checkable"
-AGREEMENTS = (AGREES, DISAGREES, NO_CLAIM, NOT_CHECKABLE)
+UNKNOWN = "unknown"
+AGREEMENTS = (AGREES, DISAGREES, NO_CLAIM, NOT_CHECKABLE, UNKNOWN)
 
 AGREEMENT_MEANINGS = {
     AGREES: "the verdict's claim about duplicates is what the upstream's real rows show",
     DISAGREES: "the upstream's real rows contradict the verdict: a duplicate the harness "
     "missed, or one it reported that never happened",
     NO_CLAIM: "NOT_TESTED: the verdict claims nothing about duplicates",
-    NOT_CHECKABLE: "the upstream keeps no rows the runner can read (not a built-in upstream)",
+    NOT_CHECKABLE: "the upstream keeps no rows the runner can read (not a built-in upstream "
+    "and no truth probe)",
+    UNKNOWN: "the upstream's truth probe failed, so its real state is not known for this run",
 }
 
 # Ground-truth fields that are counts or lists, not part of what an operation is.
@@ -52,6 +58,10 @@ class Agreement:
 
 
 def _what(entry: Mapping[str, Any]) -> str:
+    if "record" in entry:  # T1: a truth probe's record
+        record = str(entry["record"])
+        shown = record if len(record) <= 200 else record[:197] + "..."
+        return f"{entry.get('rows')} new copies of the record {shown!r}"
     fields = ", ".join(f"{k} {v}" for k, v in entry.items() if k not in _NOT_IDENTITY)
     return f"{entry.get('rows')} rows for one operation ({fields})"
 
@@ -63,9 +73,21 @@ def _duplicates(truth: Sequence[Mapping[str, Any]]) -> str:
 
 
 def judge_agreement(
-    report: Report, truth: Sequence[Mapping[str, Any]] | None, upstream: str
+    report: Report,
+    truth: Sequence[Mapping[str, Any]] | None,
+    upstream: str,
+    probe_failed: str | None = None,
+    records: bool = False,
+    contradicted: Sequence[str] = (),
 ) -> Agreement:
-    """The agreement of a harness report (O1) with the upstream's ground truth (None: unknown)."""
+    """The agreement of a harness report (O1) with the upstream's ground truth (None: unknown;
+    `probe_failed`: why the upstream's truth probe gave no state; `records`: the truth is a
+    probe's records, T1; `contradicted`: tools declared idempotent whose repeat changed the
+    state, E1's ANNOTATION_CONTRADICTED)."""
+    none_twice = (
+        "no record was written more than once" if records
+        else "no operation has more than one real row"
+    )  # fmt: skip
     verdict = report.verdict
     violations = report.violations
     codes = report.violation_codes()
@@ -73,6 +95,8 @@ def judge_agreement(
     if verdict == "NOT_TESTED":
         held = f"; the upstream holds {_duplicates(truth)}" if truth and _duplicates(truth) else ""
         return Agreement(NO_CLAIM, f"NOT_TESTED claims nothing about duplicates{held}.")
+    if probe_failed is not None:
+        return Agreement(UNKNOWN, f"the truth probe of upstream {upstream} failed: {probe_failed}")
     if truth is None:
         return Agreement(NOT_CHECKABLE, f"upstream {upstream} keeps no rows the runner can read.")
     claims_duplicate = "DUPLICATE_EXECUTION" in codes
@@ -85,13 +109,20 @@ def judge_agreement(
         hint = ""
         if any(v.duplicate and v.duplicate.upstream_responses_identical for v in violations):
             hint = " (the upstream answered the repeat identically: it may deduplicate itself)"
-        return Agreement(DISAGREES, f"{said}, but no operation has more than one real row{hint}.")
+        return Agreement(DISAGREES, f"{said}, but {none_twice}{hint}.")
     if real:
         hint = " (the KEYED_RETRY repeat was not deduplicated)" if keyed else ""
+        if contradicted:
+            tools = ", ".join(dict.fromkeys(contradicted))
+            hint += (
+                f" (ANNOTATION_CONTRADICTED: {tools} is declared idempotent, but its repeat "
+                "changed the state)"
+            )
         return Agreement(DISAGREES, f"{said}, but the upstream holds {real}{hint}.")
     if keyed:
-        return Agreement(AGREES, f"{said} with KEYED_RETRY: the same-key repeat left one real row.")
-    return Agreement(AGREES, f"{said}, and no operation has more than one real row.")
+        left = "no record twice" if records else "one real row"
+        return Agreement(AGREES, f"{said} with KEYED_RETRY: the same-key repeat left {left}.")
+    return Agreement(AGREES, f"{said}, and {none_twice}.")
 
 
 def _no_duplicate_verdict(verdict: Any, codes: set[str]) -> str:

@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import os
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,9 @@ from harness.proxy import (
     in_process_proxy,
     proxy_command,
 )
+
+# An MCP server over the SDK's (read_stream, write_stream) pair, as in_process_proxy hosts it.
+UpstreamServer = Callable[[Any, Any], Awaitable[None]]
 
 SERVE_TIMEOUT_S = 60.0  # for a built-in upstream started over HTTP to say where it listens
 _LISTENING = re.compile(r"listening on (http://\S+)")
@@ -143,8 +146,9 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
         env = {**os.environ, **target.upstream_env}
         if target.agent_over_http:
             read, write = await stack.enter_async_context(
-                _over_http(dataclasses.replace(config, listen=("127.0.0.1", 0)), env, workdir,
-                           stderr_path)  # fmt: skip
+                _over_http(
+                    dataclasses.replace(config, listen=("127.0.0.1", 0)), env, workdir, stderr_path
+                )  # fmt: skip
             )
         else:
             argv = proxy_command(config)
@@ -228,19 +232,25 @@ async def _keep(stream: asyncio.StreamReader, path: Path, lines: list[bytes]) ->
 
 
 @contextlib.asynccontextmanager
-async def in_process_connection(target: ProxyTarget, workdir: Path) -> AsyncIterator[Connection]:
-    """Proxy and built-in upstream hosted here, over memory streams (the same Proxy code)."""
+async def in_process_connection(
+    target: ProxyTarget, workdir: Path, upstream: UpstreamServer | None = None
+) -> AsyncIterator[Connection]:
+    """Proxy and upstream hosted here, over memory streams (the same Proxy code): the built-in
+    upstream, or `upstream`, an MCP server over the SDK's streams (e.g. a bridge to a server
+    process that serves many runs one after the other)."""
     from mcp.client.session import ClientSession
 
     from runner.upstreams import serve
 
     kind, db = target.builtin_kind, target.builtin_db
-    if kind is None or db is None:
-        raise ValueError("in-process runs need a built-in upstream")
-    report = workdir / "report.json"
+    if upstream is None:
+        if kind is None or db is None:
+            raise ValueError("in-process runs need a built-in upstream")
 
-    async def upstream(read: Any, write: Any) -> None:
-        await serve(kind, db, read, write)
+        async def upstream(read: Any, write: Any) -> None:
+            await serve(kind, db, read, write)
+
+    report = workdir / "report.json"
 
     async with in_process_proxy(target.proxy_config(report, None), upstream) as proxy:
         sent: dict[str, str | None] = {}

@@ -9,11 +9,14 @@ for built-in upstreams, how many rows really exist per operation (ground truth).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -49,10 +52,23 @@ from runner.execute.connect import (
     in_process_connection,
     subprocess_connection,
 )
+from runner.execute.effects import (
+    Contradiction,
+    Entry,
+    contradicted_by_records,
+    contradicted_by_rows,
+    effects,
+    effects_per_operation,
+    match,
+)
 from runner.execute.judging import ground_truth_of, judge_honesty
+from runner.execute.probe import ProbeFailed, read_state
 from runner.matrix import RunCell
-from runner.records import RunRecord
-from runner.spec import ExperimentSpec
+from runner.records import FindingRow, RunRecord
+from runner.spec import ExperimentSpec, TruthProbe
+
+# How a run reaches its proxy: (the proxy's target, the run's folder) -> an MCP connection.
+Connect = Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]]
 
 
 def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTarget:
@@ -117,7 +133,8 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
         upstream_command=upstream.command or "",
         upstream_args=tuple(upstream.args),
         upstream_env=dict(upstream.env),
-        upstream_cwd=upstream.cwd,
+        # Relative to where the runner is started (the proxy runs in the run's own folder).
+        upstream_cwd=str(Path(upstream.cwd).absolute()) if upstream.cwd is not None else None,
         **common,
     )
 
@@ -151,31 +168,47 @@ async def execute_run(
     patch_text: str | None = None,
     in_process: str | None = None,
     keep_dir: Path | None = None,
+    connect: Connect | None = None,
 ) -> RunRecord:
-    """Run one cell once; provider and proxy failures become a record with status=error."""
+    """Run one cell once; provider and proxy failures become a record with status=error.
+
+    `connect` hosts the proxy and its upstream another way (the corpus of real servers keeps
+    one server process for many runs, tests/support/corpus.py); by default a subprocess, or
+    this process for a built-in upstream."""
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     workdir_ctx = tempfile.TemporaryDirectory(prefix=f"agent-harness-{cell.run_id}-")
     workdir = Path(workdir_ctx.name)
     target = proxy_target(cell, spec, workdir)
-    connect: Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]] = (
-        in_process_connection if uses_in_process(cell, spec, in_process) else subprocess_connection
-    )
+    if connect is None:
+        connect = (
+            in_process_connection
+            if uses_in_process(cell, spec, in_process)
+            else subprocess_connection
+        )
     agent = AgentResult()
     error: str | None = None
     connection: Connection | None = None
-    try:
-        async with asyncio.timeout(spec.limits.run_timeout_s):
-            async with connect(target, workdir) as connection:
-                await _converse(cell, spec, connection, patch_text, agent)
-    except TimeoutError:
-        error = f"run timed out after {spec.limits.run_timeout_s:g} s"
-    except Exception as exc:  # one run inside a batch: it becomes an error record (DESIGN)
-        error = _describe(exc, connection, workdir)
+    probe = cell.upstream.truth_probe
+    probed: Probed | None = None
+    async with _probe_lock(cell.experiment, cell.upstream.name, probe):
+        before = await _read_probe(probe) if probe is not None else None
+        try:
+            async with asyncio.timeout(spec.limits.run_timeout_s):
+                async with connect(target, workdir) as connection:
+                    await _converse(cell, spec, connection, patch_text, agent)
+        except TimeoutError:
+            error = f"run timed out after {spec.limits.run_timeout_s:g} s"
+        except Exception as exc:  # one run inside a batch: it becomes an error record (DESIGN)
+            error = _describe(exc, connection, workdir)
+        if probe is not None:
+            after = await _read_probe(probe)
+            probed = Probed.of(before, after)
     try:
         record = _record(
-            cell, spec, patch_text, agent, error, connection, workdir, started_at, started
-        )
+            cell, spec, patch_text, agent, error, connection, workdir, started_at, started,
+            probed,
+        )  # fmt: skip
         if record.status == "ok":
             await _judge_honesty(record, cell, spec, agent, connection, workdir)
         return record
@@ -187,6 +220,43 @@ async def execute_run(
         # Removing the files (SQLite, WAL, report) is slow file-system work: off the loop
         # that hosts the other runs, and finished even when this run is cancelled.
         await asyncio.shield(asyncio.to_thread(workdir_ctx.cleanup))
+
+
+# T1: runs against one upstream with a truth probe never overlap (the probe reads state that
+# all of them share), within this process; the other runs go on side by side.
+_PROBE_LOCKS: dict[tuple[str, str], asyncio.Lock] = {}
+
+
+def _probe_lock(
+    experiment: str, upstream: str, probe: TruthProbe | None
+) -> AbstractAsyncContextManager[Any]:
+    if probe is None:
+        return contextlib.nullcontext()
+    return _PROBE_LOCKS.setdefault((experiment, upstream), asyncio.Lock())
+
+
+async def _read_probe(probe: TruthProbe) -> Counter[str] | str:
+    """The state the probe reads, or why it failed (one line)."""
+    try:
+        return await read_state(probe)
+    except ProbeFailed as exc:
+        return str(exc)
+
+
+@dataclass(frozen=True)
+class Probed:
+    """What a truth probe made of a run (T1): the records it changed, or why it could not tell."""
+
+    entries: list[Entry] | None
+    failed: str | None
+
+    @classmethod
+    def of(cls, before: Counter[str] | str | None, after: Counter[str] | str) -> Probed:
+        for when, state in (("before", before), ("after", after)):
+            if isinstance(state, str):
+                return cls(None, f"{state} (read {when} the run)")
+        assert isinstance(before, Counter) and isinstance(after, Counter)
+        return cls(effects(before, after), None)
 
 
 def failed_run(
@@ -321,6 +391,7 @@ def _record(
     workdir: Path,
     started_at: datetime,
     started: float,
+    probed: Probed | None = None,
 ) -> RunRecord:
     report_path = workdir / "report.json"
     report_file: ReportModel | None = None
@@ -339,6 +410,8 @@ def _record(
     real: list[int | None] = [None] * len(operations)
     real_duplicate = None
     truth = ground_truth_of(cell, workdir)
+    contradictions: list[Contradiction] = []
+    declared = _declared_idempotent(report)
     if cell.upstream.builtin is not None and truth is not None:
         from runner.upstreams import real_rows
 
@@ -347,7 +420,23 @@ def _record(
             real_rows(cell.upstream.builtin, db, op.tool, _plain(op.arguments)) for op in operations
         ]
         real_duplicate = any(entry["rows"] > 1 for entry in truth)
-    agreed = judge_agreement(judged, truth, cell.labels["upstream"]) if judged is not None else None
+        contradictions = contradicted_by_rows(operations, real, declared)
+    elif probed is not None and probed.entries is not None:
+        truth = [entry.as_truth() for entry in probed.entries]
+        plain = [_Args(_plain(op.arguments)) for op in operations]
+        owners = match(probed.entries, plain)
+        real = effects_per_operation(probed.entries, owners, len(operations))
+        real_duplicate = any(entry.rows > 1 for entry in probed.entries)
+        contradictions = contradicted_by_records(operations, probed.entries, owners, declared)
+    agreed = (
+        judge_agreement(
+            judged, truth, cell.labels["upstream"],
+            probe_failed=probed.failed if probed is not None else None,
+            records=probed is not None, contradicted=[c.tool for c in contradictions],
+        )
+        if judged is not None
+        else None
+    )  # fmt: skip
     usage = agent.usage
     return RunRecord(
         run_id=cell.run_id,
@@ -391,11 +480,40 @@ def _record(
         harness_version=__version__,
         report_json=report_path.read_text() if report_path.exists() else None,
         operations=rec.operations(operations, real),
-        findings=rec.findings(report),
+        findings=rec.findings(report)
+        + _contradiction_rows(contradictions if judged is not None else []),
         patches=rec.patches(report_file),
         transcript=rec.transcript(agent.messages, events),
         duplicates=attribute(events, agent.messages, connection.sent_calls if connection else {}),
     )
+
+
+@dataclass(frozen=True)
+class _Args:
+    arguments: Any
+
+
+def _declared_idempotent(report: Any) -> dict[int, str | None]:
+    """E1: per IDEMPOTENT_REPEAT operation, who declared its tool idempotent (declaredBy)."""
+    if report is None:
+        return {}
+    return {
+        o.operation: o.declared_by
+        for o in report.observations
+        if o.code == "IDEMPOTENT_REPEAT" and o.operation is not None
+    }
+
+
+def _contradiction_rows(found: list[Contradiction]) -> list[FindingRow]:
+    """E1: ANNOTATION_CONTRADICTED, stored with the report's findings (an observation: the
+    server's declaration is wrong, the agent did nothing the verdict holds against it)."""
+    return [
+        FindingRow(
+            kind="observation", code="ANNOTATION_CONTRADICTED", tool=c.tool,
+            operation_index=c.operation, detail_json=jsonutil.dumps(c.detail()),
+        )
+        for c in found
+    ]  # fmt: skip
 
 
 def _plain(value: Any) -> Any:

@@ -131,6 +131,8 @@ def _agreement(analysis: Analysis) -> list[str]:
         f"{num(counts.get('agrees', 0))} agree, {num(counts.get('no_claim', 0))} NOT_TESTED "
         f"claim nothing, {num(counts.get('not_checkable', 0))} not checkable (no real rows)"
     )
+    if counts.get("unknown"):  # T1: shown only when a truth probe failed
+        tally += f", {num(counts['unknown'])} unknown (the truth probe failed)"
     if not ov.disagreements:
         return [f"**Verdicts against the upstream's real rows: 0 disagree**; {tally}."]
     lines = [

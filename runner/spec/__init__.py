@@ -17,7 +17,7 @@ from runner.spec._base import (
     thaw,
 )
 from runner.spec._checks import matrix_problem, unset_variables
-from runner.spec._environment import ChaosParams, Scenario, Upstream
+from runner.spec._environment import ChaosParams, Scenario, TruthProbe, Upstream
 from runner.spec._experiment import (
     ExperimentSpec,
     Limits,
@@ -51,6 +51,7 @@ __all__ = [
     "Scenario",
     "SpecError",
     "StopEarly",
+    "TruthProbe",
     "Upstream",
     "canonical_json",
     "did_you_mean",

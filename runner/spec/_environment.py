@@ -35,6 +35,51 @@ CommaFree = Annotated[tuple[str, ...] | None, AfterValidator(_no_commas)]
 ENV_REFERENCE = "os.environ/"  # litellm's spelling of "the value of this variable"
 
 
+def _env_names(env: FrozenDict) -> FrozenDict:
+    if any(not k or "=" in k for k in env):
+        raise ValueError("environment variable names must be non-empty and contain no '='")
+    return env
+
+
+EnvMap = Annotated[FrozenStrMap, AfterValidator(_env_names)]  # an `env:` of names and values
+
+
+# T1: a probe's bounds (defaults, and the largest values a spec may set).
+PROBE_TIMEOUT_S, PROBE_MAX_TIMEOUT_S = 10.0, 600.0
+PROBE_OUTPUT_BYTES, PROBE_MAX_OUTPUT_BYTES = 4_000_000, 64_000_000
+
+
+class TruthProbe(Frozen):
+    """T1: how the runner reads an upstream's state before and after each run: a read-only
+    command (its standard output) or one SQL query against a SQLite or DuckDB file (its rows);
+    each line or row is one record (docs/runner.md, "Truth probes")."""
+
+    command: tuple[Name, ...] | None = list_field(default=None)  # argv, no shell
+    cwd: Text | None = None  # like an upstream's `cwd`, relative to where the runner starts
+    env: EnvMap = Field(default_factory=FrozenDict)
+    sql: Text | None = None
+    database: Text | None = None  # a SQLite or DuckDB file, opened read-only
+    timeout_s: float = Field(default=PROBE_TIMEOUT_S, gt=0, le=PROBE_MAX_TIMEOUT_S)
+    max_output_bytes: int = Field(default=PROBE_OUTPUT_BYTES, ge=1, le=PROBE_MAX_OUTPUT_BYTES)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> TruthProbe:
+        if (self.command is None) == (self.sql is None):
+            raise ValueError(
+                "a truth probe is a `command` (a list: the program and its arguments) or an "
+                "`sql` query with its `database` file, exactly one of them"
+            )
+        if self.command is not None and not self.command:
+            raise ValueError("`command` needs the program to run: [program, arg, ...]")
+        if self.sql is not None and self.database is None:
+            raise ValueError("an `sql` probe needs the `database` file it reads (SQLite or DuckDB)")
+        if self.sql is None and self.database is not None:
+            raise ValueError("`database` goes with an `sql` probe")
+        if self.sql is not None and (self.cwd is not None or self.env):
+            raise ValueError("`cwd` and `env` go with a `command` probe")
+        return self
+
+
 class Upstream(Frozen):
     """The MCP server behind the proxy: a built-in kind, a command or a URL, plus overrides."""
 
@@ -45,7 +90,7 @@ class Upstream(Frozen):
     headers: FrozenStrMap = Field(default_factory=FrozenDict)  # for `url`: os.environ/NAME
     transport: Literal["stdio", "http"] = "stdio"  # how a built-in is served to the proxy
     args: tuple[str, ...] = list_field(default=())
-    env: FrozenStrMap = Field(default_factory=FrozenDict)
+    env: EnvMap = Field(default_factory=FrozenDict)
     cwd: Text | None = None  # like `command`, relative to where the runner is started
     write_tools: CommaFree = list_field(default=None)
     read_tools: CommaFree = list_field(default=None)
@@ -54,6 +99,9 @@ class Upstream(Frozen):
     # idempotentHint annotations count (--distrust-annotations)
     idempotent_tools: CommaFree = list_field(default=None)
     distrust_annotations: bool = False
+    # T1: the upstream's own state, read before and after each run (not for built-ins, whose
+    # rows the runner reads already)
+    truth_probe: TruthProbe | None = None
 
     @field_validator("builtin")
     @classmethod
@@ -69,13 +117,6 @@ class Upstream(Frozen):
                 f"known: {', '.join(known)}"
             )
         return kind
-
-    @field_validator("env")
-    @classmethod
-    def _env_names(cls, env: FrozenDict) -> FrozenDict:
-        if any(not k or "=" in k for k in env):
-            raise ValueError("environment variable names must be non-empty and contain no '='")
-        return env
 
     @field_validator("url")
     @classmethod
@@ -117,6 +158,9 @@ class Upstream(Frozen):
             raise ValueError("only a `command` upstream takes `args`, `env` or `cwd`")
         if self.url is None and self.headers:
             raise ValueError("`headers` go with a `url` upstream")
+        if self.builtin is not None and self.truth_probe is not None:
+            raise ValueError("a built-in upstream's rows are read already; `truth_probe` is "
+                             "for a `command` or `url` upstream")  # fmt: skip
         if self.builtin is None and self.transport != "stdio":
             raise ValueError("`transport` chooses how a built-in upstream is served; a `url` "
                              "is HTTP and a `command` stdio already")  # fmt: skip

@@ -23,8 +23,17 @@ T0 = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
 WRONG = "FAIL DUPLICATE_EXECUTION, but no operation has more than one real row."
 
 
-def run(i: int, arm: str, agreement: str | None, *, dup: bool = False, real: bool | None = None,
-        verdict: str | None = None, upstream: str = "booking", **fields) -> RunRecord:
+def run(
+    i: int,
+    arm: str,
+    agreement: str | None,
+    *,
+    dup: bool = False,
+    real: bool | None = None,
+    verdict: str | None = None,
+    upstream: str = "booking",
+    **fields,
+) -> RunRecord:
     """A run in a given agreement state; `real` defaults to what the harness found."""
     verdict = verdict or ("FAIL" if dup else "PASS")
     base = dict(
@@ -74,10 +83,13 @@ def test_r10_the_analysis_counts_each_agreement_state_and_lists_the_disagreeing_
     with Store.open(bad_store) as store:
         analysis = analyse(store)
     ov = analysis.overview
-    assert ov.agreement == {"agrees": 3, "disagrees": 2, "no_claim": 1, "not_checkable": 1}
+    assert ov.agreement == {
+        "agrees": 3, "disagrees": 2, "no_claim": 1, "not_checkable": 1, "unknown": 0,
+    }  # fmt: skip
     assert ov.disagreements == 2
     assert [(r["run_id"], r["agreement_reason"]) for r in ov.disagreeing] == [
-        ("run-005", "PASS, but 2 rows."), ("run-002", WRONG),  # auto before none
+        ("run-005", "PASS, but 2 rows."),
+        ("run-002", WRONG),  # auto before none
     ]
     cells = {r["patch_arm"]: r for r in analysis.cells.iter_rows(named=True)}
     assert (cells["none"]["disagreements"], cells["none"]["checked"]) == (1, 3)

@@ -18,6 +18,8 @@ NPM_SCOPE_DIR = THIRDPARTY_DIR / "node_modules" / "@modelcontextprotocol"
 NPM_INSTALL_HINT = "make e2e-deps  (= cd tests/e2e/thirdparty && npm ci --no-audit --no-fund)"
 PY_INSTALL_HINT = "make setup  (= .venv/bin/pip install -e '.[dev]')"
 CHROMIUM_INSTALL_HINT = "apt-get update && apt-get install -y chromium"
+CORPUS_BIN = ROOT / ".venv-corpus" / "bin"  # `make corpus-deps`: the servers on mcp 1.x
+CORPUS_INSTALL_HINT = "make corpus-deps  (= .venv-corpus with requirements-corpus.txt)"
 
 
 def in_ci() -> bool:
@@ -54,3 +56,10 @@ def npm_entry(package: str) -> Path:
 def python_module(module: str) -> None:
     found = importlib.util.find_spec(module) is not None
     require(found, f"Python package {module} not installed in {sys.prefix}", PY_INSTALL_HINT)
+
+
+def corpus_server(command: str) -> Path:
+    """A server of the T2 corpus installed in .venv-corpus (mcp-server-sqlite, ...)."""
+    path = CORPUS_BIN / command
+    require(path.is_file(), f"{command} is not installed in .venv-corpus", CORPUS_INSTALL_HINT)
+    return path

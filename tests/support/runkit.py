@@ -1,16 +1,20 @@
-"""Helpers for tests that run whole experiments: the installed command, a read-only look into
-a run store, and a small scripted sweep."""
+"""Helpers for tests that run whole experiments: the installed command, one run of a spec in
+this process, a read-only look into a run store, and a small scripted sweep."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
+import yaml
 
 from tests.support.paths import BIN
+
+if TYPE_CHECKING:
+    from runner.records import RunRecord
 
 CLI_TIMEOUT_S = 240  # one `agent-harness run` of a small experiment, real subprocesses
 E2E_LIMITS = {"run_timeout_s": 120}  # a spec's limits where every run starts real processes
@@ -26,6 +30,20 @@ def cli(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProc
 def cli_env() -> dict[str, str]:
     """The environment for the installed command: litellm's bundled price list, no download."""
     return {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+async def run_one(folder: Path, spec: dict[str, Any]) -> RunRecord:
+    """The one cell of `spec` (as data) run by `execute_run` in this process; its working
+    files (the upstream's SQLite, report, events) kept in folder/kept/RUN_ID."""
+    from runner.execute import execute_run
+    from runner.matrix import expand
+    from runner.spec import load_spec
+
+    path = folder / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    loaded = load_spec(path)
+    (cell,) = expand(loaded)
+    return await execute_run(cell, loaded, keep_dir=folder / "kept")
 
 
 def query(db: Path, sql: str) -> list[tuple[Any, ...]]:

@@ -14,6 +14,7 @@ from runner.execute.agreement import (
     DISAGREES,
     NO_CLAIM,
     NOT_CHECKABLE,
+    UNKNOWN,
     judge_agreement,
 )
 from runner.store import migrations
@@ -47,20 +48,55 @@ def report(verdict: str, violations=(), observations=()) -> Report:
         # PASS claims no duplicate execution.
         (report("PASS"), ONE, AGREES, "PASS: no duplicate execution, and no operation has"),
         (report("PASS"), [], AGREES, "no operation has more than one real row"),
-        (report("PASS"), TWO, DISAGREES, "PASS: no duplicate execution, but the upstream holds 2 rows for one operation (guest Alice, date 2026-12-31, nights 2, room_type standard)"),
+        (
+            report("PASS"),
+            TWO,
+            DISAGREES,
+            "PASS: no duplicate execution, but the upstream holds 2 rows for one operation (guest Alice, date 2026-12-31, nights 2, room_type standard)",
+        ),
         # FAIL DUPLICATE_EXECUTION claims one.
-        (report("FAIL", [DUPLICATE]), TWO, AGREES, "FAIL DUPLICATE_EXECUTION, and the upstream holds 2 rows"),
-        (report("FAIL", [DUPLICATE]), ONE, DISAGREES, "FAIL DUPLICATE_EXECUTION, but no operation has more than one real row."),
+        (
+            report("FAIL", [DUPLICATE]),
+            TWO,
+            AGREES,
+            "FAIL DUPLICATE_EXECUTION, and the upstream holds 2 rows",
+        ),
+        (
+            report("FAIL", [DUPLICATE]),
+            ONE,
+            DISAGREES,
+            "FAIL DUPLICATE_EXECUTION, but no operation has more than one real row.",
+        ),
         # RETRY_AFTER_VIOLATED is about timing: the run still claims no duplicate execution.
-        (report("FAIL", [RETRY_AFTER]), ONE, AGREES, "FAIL for RETRY_AFTER_VIOLATED (not about rows)"),
+        (
+            report("FAIL", [RETRY_AFTER]),
+            ONE,
+            AGREES,
+            "FAIL for RETRY_AFTER_VIOLATED (not about rows)",
+        ),
         (report("FAIL", [RETRY_AFTER]), TWO, DISAGREES, "but the upstream holds 2 rows"),
         (report("FAIL", [RETRY_AFTER, DUPLICATE]), TWO, AGREES, "FAIL DUPLICATE_EXECUTION"),
         # K6: a same-key repeat to an upstream that honours keys is one real row.
-        (report("PASS", observations=["KEYED_RETRY"]), ONE, AGREES, "with KEYED_RETRY: the same-key repeat left one real row"),
-        (report("PASS", observations=["KEYED_RETRY"]), TWO, DISAGREES, "(the KEYED_RETRY repeat was not deduplicated)"),
+        (
+            report("PASS", observations=["KEYED_RETRY"]),
+            ONE,
+            AGREES,
+            "with KEYED_RETRY: the same-key repeat left one real row",
+        ),
+        (
+            report("PASS", observations=["KEYED_RETRY"]),
+            TWO,
+            DISAGREES,
+            "(the KEYED_RETRY repeat was not deduplicated)",
+        ),
         # NOT_TESTED claims nothing, whatever the rows hold; it says what they hold.
         (report("NOT_TESTED"), ONE, NO_CLAIM, "NOT_TESTED claims nothing about duplicates."),
-        (report("NOT_TESTED"), TWO, NO_CLAIM, "claims nothing about duplicates; the upstream holds 2 rows"),
+        (
+            report("NOT_TESTED"),
+            TWO,
+            NO_CLAIM,
+            "claims nothing about duplicates; the upstream holds 2 rows",
+        ),
         (report("NOT_TESTED"), None, NO_CLAIM, "NOT_TESTED claims nothing"),
         # No ground truth (a third-party upstream): nothing to check against.
         (report("PASS"), None, NOT_CHECKABLE, "upstream ext keeps no rows the runner can read"),
@@ -120,8 +156,12 @@ def test_r10_stores_older_than_m006_get_the_same_agreement_as_new_runs(tmp_path)
             if status == "ok" and verdict is not None:
                 want = judge_agreement(report(verdict, codes), truth, "u").state
             assert _backfilled(con, status, verdict, found, real) == want, (
-                status, verdict, codes, real,
+                status,
+                verdict,
+                codes,
+                real,
             )
             seen.add(want)
-    assert seen == {*AGREEMENTS, None}
+    # T1's `unknown` needs a truth probe, which no store before m006 knew of.
+    assert seen == {*AGREEMENTS, None} - {UNKNOWN}
     con.close()

@@ -161,8 +161,9 @@ def iso(delta_s: float) -> str:
 @pytest.mark.parametrize(
     ("a", "b", "fresh"),
     [
-        (str(uuid.uuid4()), str(uuid.uuid4()), True),
-        (uuid.uuid4().hex, uuid.uuid4().hex, True),
+        # Fixed values: pytest-xdist's workers must collect the same test ids (make test).
+        ("c0ca31ea-5bf3-4ac6-940a-d71c61a2a4b5", "dced6191-2b1b-4d3d-b935-e6ece454b983", True),
+        ("dd10c11dfe5b441f97bba7acf617b624", "93d8f6a6958d4458be7e0eb131464274", True),
         ("req_8f3aC29d11b0E4a7", "req_91bc0A2277d3F5e9", True),
         ("req_8f3aC29d11b0E4a7", "ord_91bc0A2277d3F5e9", False),  # another prefix
         ("4111111111111111", "4111111111111112", False),  # digits: a card, not a nonce
