@@ -138,8 +138,7 @@ def load(path: str | os.PathLike[str]) -> Cassette:
 def _header(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict) or value.get("cassette") != MAGIC:
         raise CassetteError(
-            f"{where}: not a cassette (its first line must be an object with "
-            f'"cassette": "{MAGIC}")'
+            f'{where}: not a cassette (its first line must be an object with "cassette": "{MAGIC}")'
         )
     version = value.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:

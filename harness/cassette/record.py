@@ -32,7 +32,9 @@ def upstream_secrets(config: ProxyConfig) -> list[str]:
     """What never reaches a cassette: the upstream's env values and header values (V3)."""
     values = list(config.upstream_env.values())
     with contextlib.suppress(KeyError):
-        values += [str(v) for v in http_headers.resolve(config.upstream_headers, os.environ).values()]
+        values += [
+            str(v) for v in http_headers.resolve(config.upstream_headers, os.environ).values()
+        ]
     return [v for v in values if v]
 
 

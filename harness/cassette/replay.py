@@ -144,7 +144,9 @@ class Replayer:
             return [], _error(rid, METHOD_NOT_FOUND, self._no_request(method, params))
         return self._reply(rid, recorded.next(), params)
 
-    def _call(self, rid: Any, params: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def _call(
+        self, rid: Any, params: dict[str, Any]
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         tool = str(params.get("name"))
         arguments = params.get("arguments")
         arguments = arguments if isinstance(arguments, dict) else {}
@@ -179,9 +181,7 @@ class Replayer:
     def _reply(
         self, rid: Any, exchange: Exchange, params: Any
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        notes = [
-            n for n in (_with_token(n, exchange, params) for n in exchange.notifications) if n
-        ]
+        notes = [n for n in (_with_token(n, exchange, params) for n in exchange.notifications) if n]
         if exchange.omitted is not None:
             return notes, _error(rid, INTERNAL_ERROR, (
                 f"agent-harness replay: the recorded answer ({exchange.omitted} bytes) was "
@@ -227,9 +227,7 @@ class Replayer:
 
     def count(self) -> dict[str, Any]:
         """The ground truth of the replay so far, as the count file holds it."""
-        operations = [
-            c.as_json(self.annotations.get(c.tool, {})) for c in self.counted.values()
-        ]
+        operations = [c.as_json(self.annotations.get(c.tool, {})) for c in self.counted.values()]
         return {
             "cassette": self.path,
             "version": self.cassette.version,

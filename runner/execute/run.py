@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -46,6 +47,7 @@ from runner.agent.loop import (
 from runner.execute import record as rec
 from runner.execute.agreement import judge_agreement
 from runner.execute.attribution import attribute
+from runner.execute.cassettes import CASSETTE_COUNT, cassette_replay_args, cassette_truth
 from runner.execute.connect import (
     Connection,
     ProxyTarget,
@@ -127,6 +129,14 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
                 HeaderSpec(name, env=value.removeprefix("os.environ/"))
                 for name, value in upstream.headers.items()
             ),
+            **common,
+        )
+    if upstream.cassette is not None:  # U2: the replay counts what it answers into the workdir
+        return ProxyTarget(
+            upstream_command=sys.executable,
+            upstream_args=cassette_replay_args(upstream.cassette, upstream.unmatched, workdir),
+            upstream_env={},
+            upstream_cwd=None,
             **common,
         )
     return ProxyTarget(
@@ -409,6 +419,7 @@ def _record(
     operations = report.operations if report is not None else []
     real: list[int | None] = [None] * len(operations)
     real_duplicate = None
+    probe_failed: str | None = None
     truth = ground_truth_of(cell, workdir)
     contradictions: list[Contradiction] = []
     declared = _declared_idempotent(report)
@@ -421,6 +432,12 @@ def _record(
         ]
         real_duplicate = any(entry["rows"] > 1 for entry in truth)
         contradictions = contradicted_by_rows(operations, real, declared)
+    elif cell.upstream.cassette is not None and report_file is not None:
+        counted = cassette_truth(
+            workdir / CASSETTE_COUNT, operations, report_file.tool_classification
+        )
+        truth, real, probe_failed = counted.truth, counted.real, counted.failed
+        real_duplicate = counted.duplicate
     elif probed is not None and probed.entries is not None:
         truth = [entry.as_truth() for entry in probed.entries]
         plain = [_Args(_plain(op.arguments)) for op in operations]
@@ -431,8 +448,9 @@ def _record(
     agreed = (
         judge_agreement(
             judged, truth, cell.labels["upstream"],
-            probe_failed=probed.failed if probed is not None else None,
+            probe_failed=probed.failed if probed is not None else probe_failed,
             records=probed is not None, contradicted=[c.tool for c in contradictions],
+            cassette=cell.upstream.cassette is not None,
         )
         if judged is not None
         else None

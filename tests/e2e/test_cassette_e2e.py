@@ -1,0 +1,151 @@
+"""U2: a cassette recorded from a real server (server-filesystem, npm) stands in for it.
+
+Each live run goes through `agent-harness record` in front of the real server, with the
+server's own files (and their SHA-256) as ground truth; the cassette it leaves is then replayed
+(`cassette:` in the spec) under the same scenario and behaviour. The harness's verdict must be
+the same both times, the replay's own count must say exactly how often each call reached the
+real server, and R10's agreement against that count must hold. A second cassette, recorded
+once without a fault, is replayed under every scenario F1-F5 (record once, replay in CI) with
+the same verdicts as the live runs. The replays touch nothing: the files stay as they were.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from runner.execute import execute_run
+from runner.matrix import expand
+from runner.records import RunRecord
+from runner.spec import load_spec
+from tests.support.paths import BIN
+from tests.support.prereq import node, npm_entry
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+SCENARIOS = ["none", "F1", "F2", "F3", "F4", "F5"]
+BEHAVIOURS = ["naive", "careful"]
+TRY_AGAIN = "That did not work. Please try again."
+
+
+def files_state(root: Path) -> Counter[str]:
+    return Counter(
+        f"{p.relative_to(root)} {hashlib.sha256(p.read_bytes()).hexdigest()}"
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    )
+
+
+def fresh(root: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir()
+
+
+def spec_file(folder: Path, name: str, upstream: dict[str, Any], model: str, scenario: str,
+              user: str) -> Path:  # fmt: skip
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": name,
+        "models": [f"scripted/{model}"],
+        "prompts": [{"name": "plain", "text": "Do what the user asks with the tools you have."}],
+        "upstreams": [{"name": "filesystem", **upstream}],
+        "scenarios": [scenario],
+        "conversations": [{"name": "note", "user": user, "follow_ups": [TRY_AGAIN]}],
+        "limits": {"run_timeout_s": 60, "max_turns": 8, "max_tool_calls": 20},
+    }, sort_keys=False), encoding="utf-8")  # fmt: skip
+    return path
+
+
+async def run_once(path: Path) -> RunRecord:
+    spec = load_spec(path)
+    (cell,) = expand(spec)
+    record = await execute_run(cell, spec, keep_dir=path.parent / "kept")
+    assert record.status == "ok", record.error
+    return record
+
+
+def count_of(record: RunRecord, folder: Path) -> dict[str, Any]:
+    """The replay's count file, as the run left it in its folder (kept for the test)."""
+    return json.loads((folder / "kept" / record.run_id / "cassette-count.json").read_text())
+
+
+def recorded_calls(cassette: Path) -> Counter[str]:
+    """How often each tool call reached the real server, as the cassette wrote it down."""
+    lines = [json.loads(line) for line in cassette.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["cassette"] == "agent-harness" and lines[0]["version"] == 1
+    return Counter(
+        f"{e['tool']} {json.dumps(e['arguments'], sort_keys=True)}"
+        for e in lines[1:]
+        if e["type"] == "call" and "result" in e and not e["result"].get("isError")
+    )
+
+
+def succeeded(cassette_count: dict[str, Any]) -> Counter[str]:
+    return Counter({
+        f"{o['tool']} {json.dumps(o['arguments'], sort_keys=True)}": o["succeeded"]
+        for o in cassette_count["operations"] if o["succeeded"]
+    })  # fmt: skip
+
+
+async def test_u2_cassette_from_server_filesystem_replays_with_the_live_verdict(tmp_path):
+    server = [node(), str(npm_entry("server-filesystem"))]
+    root = tmp_path / "files"
+    user = (f"Please save the note. path: {root / 'notes.txt'}, "
+            "content: call Ann about the invoice")  # fmt: skip
+    record_argv = [str(BIN), "record", f"--upstream-command={server[0]}",
+                   f"--upstream-arg={server[1]}", f"--upstream-arg={root}"]  # fmt: skip
+    live: dict[tuple[str, str], str] = {}
+    rows = []
+    for model in BEHAVIOURS:
+        for scenario in SCENARIOS:
+            label = f"{model}-{scenario}"
+            cassette = tmp_path / f"{label}.cassette"
+            fresh(root)
+            before = files_state(root)
+            upstream = {"command": record_argv[0], "args": [*record_argv[1:], "-o", str(cassette)]}
+            live_run = await run_once(spec_file(tmp_path, f"live-{label}", upstream, model,
+                                                scenario, user))  # fmt: skip
+            after = files_state(root)
+            twice = sorted(r for r in after if after[r] - before[r] >= 2)
+            live[(model, scenario)] = live_run.verdict or ""
+            executed = recorded_calls(cassette)  # F2, F5: a careful agent may send none
+
+            replayed = await run_once(spec_file(tmp_path, f"replay-{label}",
+                                                {"cassette": str(cassette)}, model, scenario,
+                                                user))  # fmt: skip
+            assert files_state(root) == after, f"{label}: the replay changed the files"
+            rows.append((label, live_run.verdict, replayed.verdict, replayed.agreement,
+                         dict(executed)))  # fmt: skip
+            # The verdict is the live run's (U2: the cassette stands in for the server).
+            assert replayed.verdict == live_run.verdict, (label, live_run.verdict_reason,
+                                                          replayed.verdict_reason)  # fmt: skip
+            assert replayed.duplicate_found == live_run.duplicate_found, label
+            # The replay's own count is how often each call reached the real server.
+            counted = count_of(replayed, tmp_path)
+            assert succeeded(counted) == executed, (label, counted)
+            # R10 against the count agrees as the live state does (none written twice here).
+            assert replayed.real_duplicate is bool(twice), label
+            expected = "no_claim" if replayed.verdict == "NOT_TESTED" else "agrees"
+            assert replayed.agreement == expected, (label, replayed.agreement_reason)
+    print("\n".join(str(r) for r in rows))
+
+    # Record once, without a fault; replay in CI under every scenario: the live verdicts.
+    once = tmp_path / "once.cassette"
+    fresh(root)
+    upstream = {"command": record_argv[0], "args": [*record_argv[1:], "-o", str(once)]}
+    await run_once(spec_file(tmp_path, "record-once", upstream, "naive", "none", user))
+    written = files_state(root)
+    for scenario in SCENARIOS[1:]:
+        replayed = await run_once(spec_file(tmp_path, f"once-{scenario}", {"cassette": str(once)},
+                                            "naive", scenario, user))  # fmt: skip
+        assert replayed.verdict == live[("naive", scenario)], (scenario, replayed.verdict_reason)
+        expected = "no_claim" if replayed.verdict == "NOT_TESTED" else "agrees"
+        assert replayed.agreement == expected, (scenario, replayed.agreement_reason)
+        assert files_state(root) == written
