@@ -1,0 +1,60 @@
+"""`agent-harness replay --listen HOST:PORT`: the cassette over streamable HTTP (U2).
+
+The proxy's own listener (harness/wire/http/listen.py, with its bounds V10-V12) hands each
+agent session a lane; the lane's lines are answered by the one Replayer, so repeats across
+sessions are answered in recorded order and counted together, as one upstream would be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from harness.cassette.args import ReplayConfig
+from harness.cassette.replay import Replayer
+from harness.wire.http.lanes import Lane
+from harness.wire.http.listen import Listener
+from harness.wire.transport import DEFAULT_MAX_MESSAGE_BYTES
+
+_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+async def serve_http(
+    config: ReplayConfig, replayer: Replayer, counter: Any, log: Callable[[str], None]
+) -> int:
+    """Serve until SIGTERM, SIGINT or SIGHUP; 1 when the address cannot be bound."""
+    from harness.cassette.main import serve_lines
+
+    assert config.listen is not None
+
+    async def start_lane(lane: Lane) -> None:
+        lane.task = asyncio.create_task(serve_lines(lane.inbox, lane, replayer, counter, log))
+
+    host, port = config.listen
+    listener = Listener(host, port, start_lane=start_lane, max_bytes=DEFAULT_MAX_MESSAGE_BYTES,
+                        log=log)  # fmt: skip
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in _SIGNALS:
+        loop.add_signal_handler(sig, stopped.set)
+    try:
+        try:
+            url = await listener.start()
+        except OSError as exc:
+            log(f"ERROR: cannot listen on {host}:{port}: {exc.strerror or exc}")
+            return 1
+        log(f"listening on {url} (replaying {config.cassette}; stop with Ctrl-C or SIGTERM)")
+        await stopped.wait()
+    finally:
+        for sig in _SIGNALS:
+            loop.remove_signal_handler(sig)
+        with contextlib.suppress(Exception):
+            await listener.stop()
+        counter.update(log)
+    count = replayer.count()
+    log(f"answered {count['calls_answered']} tool calls ({len(count['operations'])} operations) "
+        f"from {config.cassette}")  # fmt: skip
+    return 0

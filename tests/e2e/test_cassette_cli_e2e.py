@@ -1,0 +1,113 @@
+"""U2 from the command line: `agent-harness record` between an official SDK client and a real
+server (server-filesystem), then `agent-harness replay` over stdio and over HTTP (--listen)
+answering the same client as the server did, without the server and without touching a file;
+its count file says what it answered. Bad input is one line and exit code 1."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.httpkit import mcp_client
+from tests.support.listenkit import proxy_process
+from tests.support.prereq import node, npm_entry
+
+pytestmark = pytest.mark.anyio
+
+
+async def session(client: Any, root: Path) -> list[Any]:
+    """What the agent does and sees: the tools, a write twice, a read, an unrecorded call."""
+    tools = await client.list_tools()
+    note = {"path": str(root / "notes.txt"), "content": "call Ann about the invoice"}
+    first = await client.call_tool("write_file", note)
+    again = await client.call_tool("write_file", note)
+    read = await client.call_tool("read_text_file", {"path": note["path"]})
+    return [
+        sorted(t.name for t in tools.tools),
+        first.content[0].text,
+        again.content[0].text,
+        read.content[0].text,
+    ]
+
+
+def operations(count_file: Path) -> dict[str, tuple[int, int]]:
+    count = json.loads(count_file.read_text())
+    return {o["tool"]: (o["answered"], o["succeeded"]) for o in count["operations"]}
+
+
+async def test_u2_record_then_replay_over_stdio_and_http_answers_as_the_server_did(
+    tmp_path, agent_harness_bin
+):
+    root = tmp_path / "files"
+    root.mkdir()
+    cassette = tmp_path / "fs.cassette"
+    record = [str(agent_harness_bin), "record", f"--upstream-command={node()}",
+              f"--upstream-arg={npm_entry('server-filesystem')}", f"--upstream-arg={root}",
+              "-o", str(cassette)]  # fmt: skip
+    async with mcp_client(argv=record) as client:
+        live = await session(client, root)
+    assert (root / "notes.txt").read_text() == "call Ann about the invoice"
+    lines = [json.loads(x) for x in cassette.read_text().splitlines()]
+    assert lines[0]["version"] == 1 and lines[0]["upstream"] == "node"
+    assert [e["tool"] for e in lines[1:] if e["type"] == "call"] == [
+        "write_file", "write_file", "read_text_file"]  # fmt: skip
+
+    (root / "notes.txt").unlink()  # the replay executes nothing: it stays gone
+    count = tmp_path / "count.json"
+    replay = [str(agent_harness_bin), "replay", str(cassette), "--count-file", str(count)]
+    async with mcp_client(argv=replay) as client:
+        assert await session(client, root) == live
+        other = await client.call_tool("write_file", {"path": str(root / "x"), "content": "y"})
+        assert other.is_error and "the nearest recorded: write_file" in other.content[0].text
+    assert not (root / "notes.txt").exists() and not (root / "x").exists()
+    ops = json.loads(count.read_text())["operations"]
+    assert [(o["tool"], o["answered"], o["succeeded"], o["matched"]) for o in ops] == [
+        ("write_file", 2, 2, "exact"), ("read_text_file", 1, 1, "exact"),
+        ("write_file", 1, 0, "unmatched")]  # fmt: skip
+    assert ops[0]["idempotentHint"] is True
+
+    # Over HTTP: two sessions, one count (repeats across sessions go on in recorded order).
+    http_count = tmp_path / "http-count.json"
+    argv = [*replay[:3], "--count-file", str(http_count), "--listen", "127.0.0.1:0"]
+    async with proxy_process(argv) as server:
+        for _ in range(2):
+            async with mcp_client(url=server.url) as client:
+                assert await session(client, root) == live
+        assert await server.stop(signal.SIGTERM) == 0
+    assert operations(http_count) == {"write_file": (4, 4), "read_text_file": (2, 2)}
+    assert "answered 6 tool calls (2 operations)" in server.stderr
+    assert not (root / "notes.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["replay", "{tmp}/missing.cassette"], "missing.cassette: no such file"),
+        (["replay", "{tmp}/new.cassette"], "new.cassette:1: cassette version 3 is newer"),
+        (["replay", "{tmp}/new.cassette", "--unmatched", "guess"], "must be error or nearest"),
+        (["record", "--upstream-command=true"], "-o/--output CASSETTE is required"),
+        (["record", "-o", "x", "--upstream-command=true", "--scenario=F1"], "unknown flag"),
+        (["record", "-o", "{tmp}", "--upstream-command=true"], "is a directory"),
+    ],
+)
+def test_u2_bad_input_is_one_line_and_exit_code_1(tmp_path, agent_harness_bin, args, says):
+    (tmp_path / "new.cassette").write_text('{"cassette": "agent-harness", "version": 3}\n')
+    argv = [str(agent_harness_bin), *(a.replace("{tmp}", str(tmp_path)) for a in args)]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 1, done.stderr
+    assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_u2_help_names_the_flags(agent_harness_bin):
+    for command, flag in (("record", "--max-answer-bytes"), ("replay", "--unmatched")):
+        done = subprocess.run([str(agent_harness_bin), command, "--help"], capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0 and flag in done.stdout
