@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.cassette.args import ReplayConfig
 from harness.cassette.replay import Replayer
+from harness.cassette.serving import serve_lines
 from harness.wire.http.lanes import Lane
 from harness.wire.http.listen import Listener
 from harness.wire.transport import DEFAULT_MAX_MESSAGE_BYTES
@@ -26,8 +27,6 @@ async def serve_http(
     config: ReplayConfig, replayer: Replayer, counter: Any, log: Callable[[str], None]
 ) -> int:
     """Serve until SIGTERM, SIGINT or SIGHUP; 1 when the address cannot be bound."""
-    from harness.cassette.main import serve_lines
-
     assert config.listen is not None
 
     async def start_lane(lane: Lane) -> None:

@@ -7,10 +7,8 @@ import contextlib
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from harness import __version__
-from harness.base import jsonutil
 from harness.base.errors import OutputFileError, UsageError
 from harness.base.textsafe import terminal
 from harness.cassette.args import (
@@ -22,6 +20,7 @@ from harness.cassette.args import (
 )
 from harness.cassette.format import CassetteError, load
 from harness.cassette.replay import Replayer
+from harness.cassette.serving import CountFile, serve_lines
 
 
 def _log(command: str) -> Callable[[str], None]:
@@ -70,48 +69,6 @@ def replay_main(argv: list[str]) -> int:
 
         return asyncio.run(serve_http(parsed, replayer, counter, log))
     return asyncio.run(serve_stdio(parsed, replayer, counter, log))
-
-
-class CountFile:
-    """The count, replaced atomically after every answer (V1, through the one writer)."""
-
-    def __init__(self, path: str | None, replayer: Replayer) -> None:
-        self.path = path
-        self.replayer = replayer
-        self.failed: str | None = None
-
-    def write(self) -> None:
-        if self.path is None:
-            return
-        from harness.base.outfile import write_file
-
-        write_file(self.path, jsonutil.dumps(self.replayer.count()) + "\n", "count file")
-
-    def update(self, log: Callable[[str], None]) -> None:
-        try:
-            self.write()
-        except OutputFileError as exc:
-            if self.failed is None:
-                log(f"ERROR: {exc}")  # once; the replay goes on
-            self.failed = str(exc)
-
-
-async def serve_lines(reader: Any, writer: Any, replayer: Replayer, counter: CountFile,
-                      log: Callable[[str], None]) -> None:  # fmt: skip
-    """Answer every line until the agent's end of input."""
-    from harness.wire.fdlines import StreamClosed
-
-    while (line := await reader.read_line()) is not None:
-        if not line.strip():
-            continue
-        out = replayer.answer_line(line)
-        if b'"tools/call"' in line:
-            counter.update(log)
-        try:
-            for answer in out:
-                await writer.write_line(answer)
-        except StreamClosed:
-            return
 
 
 async def serve_stdio(

@@ -363,7 +363,7 @@ ERROR_CASES = [
         "both builtin and command",
         spec_text(upstreams="\n  - {name: u, builtin: booking, command: srv}  " + MARK),
         "upstreams[0]",
-        "exactly one of `builtin`, `command` and `url`",
+        "exactly one of `builtin`, `command`, `url` and `cassette`",
     ),
     (
         "a URL with a secret header value",
