@@ -205,20 +205,25 @@ async def record(config: RecordConfig, log: Callable[[str], None]) -> int:
     )
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, session.cancel)
+    code = 0
     try:
         with contextlib.suppress(asyncio.CancelledError):
             await session
+        # Written before the upstream is stopped: whoever started `record` (a proxy, X6) may
+        # stop it soon after its input ends, and the session is complete already.
+        cassette = recorder.cassette()
+        try:
+            write_file(config.output, cassette.text(), "cassette")
+        except OutputFileError as exc:
+            log(f"ERROR: {exc}")
+            code = 1
+        else:
+            calls = sum(e.type == "call" for e in cassette.exchanges)
+            log(f"recorded {len(cassette.exchanges)} exchanges ({calls} tool calls) into "
+                f"{config.output}")  # fmt: skip
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
         await upstream.close()
         await agent_out.close()
-    cassette = recorder.cassette()
-    try:
-        write_file(config.output, cassette.text(), "cassette")
-    except OutputFileError as exc:
-        log(f"ERROR: {exc}")
-        return 1
-    calls = sum(e.type == "call" for e in cassette.exchanges)
-    log(f"recorded {len(cassette.exchanges)} exchanges ({calls} tool calls) into {config.output}")
-    return 0
+    return code

@@ -149,3 +149,46 @@ async def test_u2_cassette_from_server_filesystem_replays_with_the_live_verdict(
         expected = "no_claim" if replayed.verdict == "NOT_TESTED" else "agrees"
         assert replayed.agreement == expected, (scenario, replayed.agreement_reason)
         assert files_state(root) == written
+
+
+async def test_u2_a_replayed_duplicate_is_a_fail_that_agrees_with_the_cassettes_count(tmp_path):
+    """The built-in booking service (not idempotent: every create_booking is a new row) behind
+    `record`: its rows are the live ground truth. Under F1 the naive agent books twice (FAIL
+    DUPLICATE_EXECUTION, two real rows), the careful one once (PASS); each cassette replayed
+    gives the same verdict, and the replay's count holds the duplicate the rows held."""
+    import sys
+
+    from runner.upstreams import ground_truth
+    from tests.support.specs import HOTEL, REQUEST
+
+    for model, scenario in (("naive", "F1"), ("careful", "F1"), ("naive", "none")):
+        label = f"{model}-{scenario}"
+        db, cassette = tmp_path / f"{label}.sqlite", tmp_path / f"{label}.cassette"
+        upstream = {"command": str(BIN), "args": [
+            "record", f"--upstream-command={sys.executable}", "--upstream-arg=-m",
+            "--upstream-arg=runner.upstreams", "--upstream-arg=booking",
+            f"--upstream-arg=--db={db}", "-o", str(cassette)]}  # fmt: skip
+        spec = yaml.safe_load(spec_file(tmp_path, f"live-{label}", upstream, model, scenario,
+                                        REQUEST).read_text())  # fmt: skip
+        spec["prompts"] = [{"name": "hotel", "text": HOTEL}]
+        (tmp_path / f"live-{label}.yaml").write_text(yaml.safe_dump(spec))
+        live = await run_once(tmp_path / f"live-{label}.yaml")
+        rows = sum(e["rows"] for e in ground_truth("booking", db))
+        real_duplicate = any(e["rows"] > 1 for e in ground_truth("booking", db))
+
+        spec["upstreams"] = [{"name": "filesystem", "cassette": str(cassette)}]
+        spec["name"] = f"replay-{label}"
+        (tmp_path / f"replay-{label}.yaml").write_text(yaml.safe_dump(spec))
+        replayed = await run_once(tmp_path / f"replay-{label}.yaml")
+        assert replayed.verdict == live.verdict, (label, replayed.verdict_reason)
+        assert replayed.real_duplicate is real_duplicate, label
+        assert replayed.agreement == "agrees", (label, replayed.agreement_reason)
+        counted = count_of(replayed, tmp_path)
+        assert sum(o["succeeded"] for o in counted["operations"]
+                   if o["tool"] == "create_booking") == rows, (label, counted)  # fmt: skip
+        if label == "naive-F1":
+            assert live.verdict == "FAIL" and live.duplicate_found and rows == 2
+            assert "2 successful answers to one call (create_booking" in (
+                replayed.agreement_reason or ""
+            )
+        assert sum(e["rows"] for e in ground_truth("booking", db)) == rows  # replay wrote none
