@@ -16,7 +16,7 @@ from harness.proxy.args import ProxyConfig, parse
 UPSTREAM_FLAGS = (
     "--upstream-command", "--upstream-arg", "--upstream-args", "--upstream-cwd",
     "--upstream-env", "--upstream-env-var", "--upstream-url", "--upstream-header",
-    "--upstream-header-env", "--upstream-timeout", "--max-message-bytes",
+    "--upstream-header-env", "--upstream-timeout", "--max-message-bytes", "--listen",
 )  # fmt: skip
 UNMATCHED = ("error", "nearest")
 
@@ -140,7 +140,8 @@ RECORD_HELP = """\
 Usage: agent-harness record (--upstream-command CMD | --upstream-url URL) -o CASSETTE [FLAGS]
 
 Records a real upstream session into a cassette (U2): the agent talks to `record` over stdio
-as it would to the server; every message is forwarded unchanged both ways and written down:
+(or streamable HTTP with --listen HOST:PORT, every session with an upstream connection of its
+own, all in one cassette written when record is stopped) as it would to the server; every message is forwarded unchanged both ways and written down:
 the server's info and capabilities, every tools/list page, each tools/call and its answer,
 other requests (resources, prompts) and their answers, notifications. Text is redacted as the
 run store redacts it (known secrets, Bearer and Authorization credentials, URL user info);
@@ -156,7 +157,7 @@ Flags:
       size, and replay answers it with an error.
   --upstream-command, --upstream-arg, --upstream-args, --upstream-cwd, --upstream-env,
   --upstream-env-var, --upstream-url, --upstream-header, --upstream-header-env,
-  --upstream-timeout, --max-message-bytes
+  --upstream-timeout, --max-message-bytes, --listen
       As for `agent-harness proxy` (see agent-harness proxy --help).
 
 Exit codes: 0 recorded, 1 bad arguments, an upstream that did not start, or a cassette that

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import os
 import signal
 from collections.abc import Callable
@@ -65,6 +66,13 @@ class Recorder:
         }
         self.exchanges: list[Exchange] = []
         self._open: dict[str, Exchange] = {}  # request id (canonical) -> its exchange so far
+
+    def for_session(self) -> Recorder:
+        """A view for one more agent session (--listen): its own open requests (ids of two
+        sessions may be equal), the same cassette."""
+        view = copy.copy(self)
+        view._open = {}
+        return view
 
     def cassette(self) -> Cassette:
         return Cassette(dict(self.header), list(self.exchanges))
@@ -198,6 +206,8 @@ async def record(config: RecordConfig, log: Callable[[str], None]) -> int:
         log(f"ERROR: {exc}")
         return 1
     recorder = Recorder(config)
+    if config.upstream.listen is not None:
+        return await _record_http(config, recorder, upstream, log)
     agent_in, agent_out = await stdio_lines(config.upstream.max_message_bytes)
     loop = asyncio.get_running_loop()
     session = asyncio.ensure_future(
@@ -227,3 +237,65 @@ async def record(config: RecordConfig, log: Callable[[str], None]) -> int:
         await upstream.close()
         await agent_out.close()
     return code
+
+
+async def _record_http(
+    config: RecordConfig, recorder: Recorder, first: Any, log: Callable[[str], None]
+) -> int:
+    """--listen: every agent session over streamable HTTP (the proxy's listener) gets its own
+    upstream connection, as through the proxy; all of them go into one cassette, written when
+    `record` is stopped (SIGTERM, SIGINT, SIGHUP)."""
+    from harness.base.errors import OutputFileError
+    from harness.base.outfile import write_file
+    from harness.proxy.main import upstream_opener
+    from harness.wire.http.lanes import Lane
+    from harness.wire.http.listen import Listener
+
+    spare = [first]
+    opener = upstream_opener(config.upstream)
+    drain = config.upstream.upstream_timeout_s
+
+    async def start_lane(lane: Lane) -> None:
+        upstream = spare.pop() if spare else await opener()
+        lane.upstream = upstream
+
+        async def run() -> None:
+            try:
+                await pump(recorder.for_session(), lane.inbox, lane, upstream, drain, log)
+            finally:
+                await upstream.close()
+
+        lane.task = asyncio.create_task(run())
+
+    assert config.upstream.listen is not None
+    host, port = config.upstream.listen
+    listener = Listener(host, port, start_lane=start_lane,
+                        max_bytes=config.upstream.max_message_bytes, log=log)  # fmt: skip
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, stopped.set)
+    try:
+        try:
+            url = await listener.start()
+        except OSError as exc:
+            log(f"ERROR: cannot listen on {host}:{port}: {exc.strerror or exc}")
+            return 1
+        log(f"listening on {url} (recording into {config.output}; stop with Ctrl-C or SIGTERM)")
+        await stopped.wait()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.remove_signal_handler(sig)
+        with contextlib.suppress(Exception):
+            await listener.stop()
+        for upstream in spare:
+            await upstream.close()
+    cassette = recorder.cassette()
+    try:
+        write_file(config.output, cassette.text(), "cassette")
+    except OutputFileError as exc:
+        log(f"ERROR: {exc}")
+        return 1
+    calls = sum(e.type == "call" for e in cassette.exchanges)
+    log(f"recorded {len(cassette.exchanges)} exchanges ({calls} tool calls) into {config.output}")
+    return 0

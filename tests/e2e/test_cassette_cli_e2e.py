@@ -111,3 +111,28 @@ def test_u2_help_names_the_flags(agent_harness_bin):
         done = subprocess.run([str(agent_harness_bin), command, "--help"], capture_output=True,
                               text=True, timeout=60)  # fmt: skip
         assert done.returncode == 0 and flag in done.stdout
+
+
+async def test_u2_record_listen_records_every_http_session_into_one_cassette(
+    tmp_path, agent_harness_bin
+):
+    root = tmp_path / "files"
+    root.mkdir()
+    cassette = tmp_path / "http.cassette"
+    argv = [str(agent_harness_bin), "record", f"--upstream-command={node()}",
+            f"--upstream-arg={npm_entry('server-filesystem')}", f"--upstream-arg={root}",
+            "--listen", "127.0.0.1:0", "-o", str(cassette)]  # fmt: skip
+    async with proxy_process(argv) as recorder:
+        for _ in range(2):  # two sessions, each with a server process of its own
+            async with mcp_client(url=recorder.url) as client:
+                live = await session(client, root)
+        assert not cassette.exists()  # written when record is stopped
+        assert await recorder.stop(signal.SIGTERM) == 0
+    lines = [json.loads(x) for x in cassette.read_text().splitlines()[1:]]
+    assert sum(e.get("method") == "initialize" for e in lines) == 2
+    assert sum(e["type"] == "call" for e in lines) == 6
+    count = tmp_path / "count.json"
+    replay = [str(agent_harness_bin), "replay", str(cassette), "--count-file", str(count)]
+    async with mcp_client(argv=replay) as client:
+        assert await session(client, root) == live
+    assert operations(count) == {"write_file": (2, 2), "read_text_file": (1, 1)}
