@@ -195,7 +195,7 @@ async def pump(
 async def record(config: RecordConfig, log: Callable[[str], None]) -> int:
     """Run one recorded session over stdio; write the cassette at its end."""
     from harness.base.errors import OutputFileError, UpstreamError
-    from harness.base.outfile import resolve, write_file
+    from harness.base.outfile import resolve
     from harness.proxy.main import upstream_opener
     from harness.wire.transport import stdio_lines
 
@@ -221,16 +221,7 @@ async def record(config: RecordConfig, log: Callable[[str], None]) -> int:
             await session
         # Written before the upstream is stopped: whoever started `record` (a proxy, X6) may
         # stop it soon after its input ends, and the session is complete already.
-        cassette = recorder.cassette()
-        try:
-            write_file(config.output, cassette.text(), "cassette")
-        except OutputFileError as exc:
-            log(f"ERROR: {exc}")
-            code = 1
-        else:
-            calls = sum(e.type == "call" for e in cassette.exchanges)
-            log(f"recorded {len(cassette.exchanges)} exchanges ({calls} tool calls) into "
-                f"{config.output}")  # fmt: skip
+        code = write_cassette(config, recorder, log)
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
@@ -245,11 +236,9 @@ async def _record_http(
     """--listen: every agent session over streamable HTTP (the proxy's listener) gets its own
     upstream connection, as through the proxy; all of them go into one cassette, written when
     `record` is stopped (SIGTERM, SIGINT, SIGHUP)."""
-    from harness.base.errors import OutputFileError
-    from harness.base.outfile import write_file
+    from harness.cassette.listen import listen_until_stopped
     from harness.proxy.main import upstream_opener
     from harness.wire.http.lanes import Lane
-    from harness.wire.http.listen import Listener
 
     spare = [first]
     opener = upstream_opener(config.upstream)
@@ -268,28 +257,23 @@ async def _record_http(
         lane.task = asyncio.create_task(run())
 
     assert config.upstream.listen is not None
-    host, port = config.upstream.listen
-    listener = Listener(host, port, start_lane=start_lane,
-                        max_bytes=config.upstream.max_message_bytes, log=log)  # fmt: skip
-    stopped = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        loop.add_signal_handler(sig, stopped.set)
     try:
-        try:
-            url = await listener.start()
-        except OSError as exc:
-            log(f"ERROR: cannot listen on {host}:{port}: {exc.strerror or exc}")
+        doing = f"recording into {config.output}"
+        if not await listen_until_stopped(
+            config.upstream.listen, start_lane, config.upstream.max_message_bytes, doing, log
+        ):
             return 1
-        log(f"listening on {url} (recording into {config.output}; stop with Ctrl-C or SIGTERM)")
-        await stopped.wait()
     finally:
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            loop.remove_signal_handler(sig)
-        with contextlib.suppress(Exception):
-            await listener.stop()
         for upstream in spare:
             await upstream.close()
+    return write_cassette(config, recorder, log)
+
+
+def write_cassette(config: RecordConfig, recorder: Recorder, log: Callable[[str], None]) -> int:
+    """The cassette through the one writer (V1); 1 when it cannot be written (one line)."""
+    from harness.base.errors import OutputFileError
+    from harness.base.outfile import write_file
+
     cassette = recorder.cassette()
     try:
         write_file(config.output, cassette.text(), "cassette")
