@@ -328,3 +328,63 @@ def test_u2_replay_flags():
         with pytest.raises(UsageError, match=message):
             parse_replay(argv)
     assert parse_replay(["--help"]) == "help"
+
+
+# -- the recording pump -----------------------------------------------------------------------
+
+
+class FakeUpstream:
+    """An upstream over memory pipes: what record sends it, and what it answers."""
+
+    def __init__(self) -> None:
+        from harness.wire.transport import MemoryPipe
+
+        self.writer = MemoryPipe()  # record -> upstream
+        self.reader = MemoryPipe()  # upstream -> record
+
+
+async def run_pump(tmp_path: Path, agent_lines: list[bytes], answer: bool, drain: float = 5.0):
+    import asyncio
+
+    from harness.cassette.record import pump
+    from harness.wire.transport import MemoryPipe
+
+    rec = recorder(tmp_path)
+    agent_in, agent_out, upstream = MemoryPipe(), MemoryPipe(), FakeUpstream()
+    logged: list[str] = []
+    for line in agent_lines:
+        await agent_in.write_line(line)
+    await agent_in.close()
+
+    async def server() -> None:
+        while (line := await upstream.writer.read_line()) is not None:
+            message = json.loads(line)
+            if answer and "id" in message:
+                await upstream.reader.write_line(
+                    b'{"jsonrpc":"2.0",  "id":%d,"result":{"ok":true}}' % message["id"]
+                )
+
+    serving = asyncio.ensure_future(server())
+    await asyncio.wait_for(pump(rec, agent_in, agent_out, upstream, drain, logged.append), 10)
+    serving.cancel()
+    await agent_out.close()
+    seen = []
+    while (line := await agent_out.read_line()) is not None:
+        seen.append(line)
+    return rec, seen, logged
+
+
+@pytest.mark.anyio
+async def test_u2_record_forwards_unchanged_and_waits_for_open_answers_after_the_end(tmp_path):
+    rec, seen, logged = await run_pump(tmp_path, [call("book", {"n": 1})], answer=True)
+    assert seen == [b'{"jsonrpc":"2.0",  "id":1,"result":{"ok":true}}']  # byte for byte
+    (exchange,) = rec.cassette().exchanges
+    assert exchange.tool == "book" and exchange.result == {"ok": True}
+    assert logged == []
+
+
+@pytest.mark.anyio
+async def test_u2_record_ends_after_the_drain_and_leaves_unanswered_requests_out(tmp_path):
+    rec, seen, logged = await run_pump(tmp_path, [call("book", {"n": 1})], answer=False, drain=0.1)
+    assert seen == [] and rec.cassette().exchanges == []
+    assert logged == ["1 request(s) unanswered at the end: not recorded"]
