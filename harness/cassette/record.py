@@ -16,7 +16,7 @@ import os
 import signal
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from harness import __version__
@@ -25,7 +25,7 @@ from harness.base.redact import TextRedactor
 from harness.cassette.args import RecordConfig
 from harness.cassette.format import MAGIC, VERSION, Cassette, Exchange
 from harness.proxy.args import ProxyConfig
-from harness.wire.fdlines import StreamClosed
+from harness.wire.fdlines import MessageTooLarge, StreamClosed
 from harness.wire.http import headers as http_headers
 
 
@@ -142,6 +142,15 @@ def _messages(line: bytes) -> list[dict[str, Any]]:
     return [m for m in items if isinstance(m, dict)]
 
 
+async def _read(reader: Any, who: str, log: Callable[[str], None]) -> bytes | None:
+    """The next line; a message past --max-message-bytes ends that side (one line says so)."""
+    try:
+        return cast(bytes | None, await reader.read_line())
+    except MessageTooLarge as exc:
+        log(f"ERROR: {who}: {exc}; the session ends there (what came before is recorded)")
+        return None
+
+
 async def pump(
     recorder: Recorder,
     agent_in: Any,
@@ -154,7 +163,7 @@ async def pump(
     still open get up to `drain_s`), the upstream's end, or cancellation."""
 
     async def agent_to_upstream() -> None:
-        while (line := await agent_in.read_line()) is not None:
+        while (line := await _read(agent_in, "the agent", log)) is not None:
             recorder.from_agent(line)
             try:
                 await upstream.writer.write_line(line)
@@ -162,7 +171,7 @@ async def pump(
                 return
 
     async def upstream_to_agent() -> None:
-        while (line := await upstream.reader.read_line()) is not None:
+        while (line := await _read(upstream.reader, "the upstream", log)) is not None:
             recorder.from_upstream(line)
             with contextlib.suppress(StreamClosed):
                 await agent_out.write_line(line)

@@ -29,6 +29,7 @@ from harness.cassette.format import Cassette, Exchange
 PARSE_ERROR = -32700
 METHOD_NOT_FOUND = -32601
 INTERNAL_ERROR = -32603
+NEAREST_CHARS = 2000  # how much of two calls' canonical arguments is compared for "nearest"
 
 
 def _key(value: Any) -> str:
@@ -195,11 +196,13 @@ class Replayer:
 
     def _nearest(self, tool: str, arguments: Any) -> tuple[str, str] | None:
         """The recorded call of the same tool whose canonical arguments are most alike."""
-        mine = _key(arguments)
+        mine = _key(arguments)[:NEAREST_CHARS]
         same = [k for k in self.calls if k[0] == tool]
         if not same:
             return None
-        return max(same, key=lambda k: difflib.SequenceMatcher(None, mine, k[1]).ratio())
+        return max(
+            same, key=lambda k: difflib.SequenceMatcher(None, mine, k[1][:NEAREST_CHARS]).ratio()
+        )
 
     def _no_call(self, tool: str, arguments: Any, nearest: tuple[str, str] | None) -> str:
         shown = _shown(_key(arguments))

@@ -388,3 +388,21 @@ async def test_u2_record_ends_after_the_drain_and_leaves_unanswered_requests_out
     rec, seen, logged = await run_pump(tmp_path, [call("book", {"n": 1})], answer=False, drain=0.1)
     assert seen == [] and rec.cassette().exchanges == []
     assert logged == ["1 request(s) unanswered at the end: not recorded"]
+
+
+@pytest.mark.anyio
+async def test_u2_v4_a_message_past_the_limit_ends_the_recording_with_one_line(tmp_path):
+    import asyncio
+
+    from harness.cassette.record import pump
+    from harness.wire.transport import MemoryPipe
+
+    agent_in, agent_out, upstream = MemoryPipe(max_bytes=100), MemoryPipe(), FakeUpstream()
+    await agent_in.write_line(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    await agent_in.write_line(b"x" * 200)
+    logged: list[str] = []
+    rec = recorder(tmp_path)
+    await asyncio.wait_for(pump(rec, agent_in, agent_out, upstream, 1.0, logged.append), 10)
+    assert logged == ["ERROR: the agent: a message is larger than 100 bytes; the session ends "
+                      "there (what came before is recorded)"]  # fmt: skip
+    assert [e.method for e in rec.cassette().exchanges] == ["notifications/initialized"]
