@@ -42,9 +42,10 @@ AGREEMENT_MEANINGS = {
     DISAGREES: "the upstream's real rows contradict the verdict: a duplicate the harness "
     "missed, or one it reported that never happened",
     NO_CLAIM: "NOT_TESTED: the verdict claims nothing about duplicates",
-    NOT_CHECKABLE: "the upstream keeps no rows the runner can read (not a built-in upstream "
-    "and no truth probe)",
-    UNKNOWN: "the upstream's truth probe failed, so its real state is not known for this run",
+    NOT_CHECKABLE: "the upstream keeps no rows the runner can read (not a built-in upstream, "
+    "no truth probe, no cassette)",
+    UNKNOWN: "the upstream's truth probe failed (or a cassette's count is missing), so its real "
+    "state is not known for this run",
 }
 
 # Ground-truth fields that are counts or lists, not part of what an operation is.

@@ -192,3 +192,49 @@ async def test_u2_a_replayed_duplicate_is_a_fail_that_agrees_with_the_cassettes_
                 replayed.agreement_reason or ""
             )
         assert sum(e["rows"] for e in ground_truth("booking", db)) == rows  # replay wrote none
+
+
+def git(repo: Path, script: str) -> str:
+    import subprocess
+
+    return subprocess.run(["sh", "-c", script], cwd=repo, check=True, capture_output=True,
+                          text=True, timeout=30).stdout  # fmt: skip
+
+
+async def test_u2_a_cassette_of_mcp_server_git_replays_a_refused_repeat_in_recorded_order(tmp_path):
+    """mcp-server-git (PyPI): `git_commit` once, its repeat refused by the server (nothing
+    staged). The live repository's commits are the ground truth; the cassette holds the
+    success and the refusal, and its replay answers them in that order: the same verdict
+    (NOT_TESTED after F1's ghost write, A3: a refused repeat may still have written) and one
+    success counted."""
+    from tests.support.prereq import python_module
+
+    python_module("mcp_server_git")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "git init -q -b main && git config user.email u2@example.invalid && "
+              "git config user.name u2 && echo start > README && git add README && "
+              "git commit -q -m start && git tag start")  # fmt: skip
+    user = f"Please run git_commit. repo_path: {repo}, message: Add the notes"
+    for scenario in ("F1",):
+        git(repo, "git reset -q --hard start && echo notes > notes.txt && git add notes.txt")
+        cassette = tmp_path / f"git-{scenario}.cassette"
+        upstream = {"command": str(BIN), "args": [
+            "record", f"--upstream-command={BIN.parent / 'mcp-server-git'}", "-o",
+            str(cassette)]}  # fmt: skip
+        live = await run_once(spec_file(tmp_path, f"git-live-{scenario}", upstream, "naive",
+                                        scenario, user))  # fmt: skip
+        commits = git(repo, "git log --format=%s").splitlines()
+        assert commits.count("Add the notes") == 1  # the server refused the repeat
+        replayed = await run_once(spec_file(tmp_path, f"git-replay-{scenario}",
+                                            {"cassette": str(cassette)}, "naive", scenario,
+                                            user))  # fmt: skip
+        assert replayed.verdict == live.verdict, (scenario, replayed.verdict_reason)
+        assert git(repo, "git log --format=%s").splitlines() == commits  # replay: no commit
+        counted = count_of(replayed, tmp_path)
+        (commit,) = [o for o in counted["operations"] if o["tool"] == "git_commit"]
+        assert commit["succeeded"] == 1 and replayed.real_duplicate is False
+        expected = "no_claim" if replayed.verdict == "NOT_TESTED" else "agrees"
+        assert replayed.agreement == expected, (scenario, replayed.agreement_reason)
+        if scenario == "F1":
+            assert live.verdict == "NOT_TESTED" and commit["answered"] >= 2
