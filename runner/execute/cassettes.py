@@ -26,6 +26,7 @@ from typing import Any
 from harness.base import jsonutil
 from harness.base.errors import InputFileError
 from harness.base.infile import read_text
+from harness.proxy import DEFAULT_KEY_FIELDS, ClassifierConfig, operation_id
 
 CASSETTE_COUNT = "cassette-count.json"
 _COUNT_LIMIT = 64 * 1024 * 1024
@@ -51,13 +52,21 @@ class CassetteTruth:
     duplicate: bool | None = None
 
 
-def _key(tool: str, arguments: Any) -> tuple[str, str]:
-    return tool, jsonutil.canonical(jsonutil.by_value(arguments or {}))
-
-
-def cassette_truth(path: Path, operations: list[Any], classified: list[Any]) -> CassetteTruth:
+def cassette_truth(
+    path: Path,
+    operations: list[Any],
+    classified: list[Any],
+    key_fields: tuple[str, ...] = DEFAULT_KEY_FIELDS,
+) -> CassetteTruth:
     """The ground truth of one run against a cassette, from its count file (`operations`: the
-    report's, `classified`: its tool_classification)."""
+    report's, `classified`: its tool_classification). Calls that differ only in a key field
+    (K1: a new idempotency key per attempt) are one operation, as the harness identifies it:
+    the real server would have executed both."""
+    keys = ClassifierConfig(key_fields=key_fields).normalised_key_fields
+
+    def identity(tool: str, arguments: Any) -> str:
+        return operation_id(tool, arguments if isinstance(arguments, dict) else {}, keys)
+
     try:
         count = json.loads(read_text(path, "cassette count", _COUNT_LIMIT))
         counted = count["operations"]
@@ -66,24 +75,24 @@ def cassette_truth(path: Path, operations: list[Any], classified: list[Any]) -> 
         reason = str(exc) if isinstance(exc, InputFileError) else "not a count file"
         return CassetteTruth(None, [None] * len(operations), f"the cassette's count: {reason}")
     tools = {t.name: t for t in classified}
-    truth: list[dict[str, Any]] = []
-    effects: dict[tuple[str, str], int] = {}
+    groups: dict[str, dict[str, Any]] = {}
     for entry in counted:
         tool = str(entry.get("tool"))
-        classified = tools.get(tool)
-        rows = int(entry.get("succeeded", 0))
-        if entry.get("readOnlyHint") is True or (classified and classified.tool_class == "read"):
-            rows = 0
-        elif classified is not None and classified.idempotent:
-            rows = min(rows, 1)
-        elif classified is None and entry.get("idempotentHint") is True:
-            rows = min(rows, 1)
-        key = _key(tool, entry.get("arguments"))
-        effects[key] = rows
-        if rows:
-            truth.append({
-                "tool": tool, "call": jsonutil.canonical(entry.get("arguments")), "rows": rows,
-                "answered": int(entry.get("answered", 0)),
-            })  # fmt: skip
-    real: list[int | None] = [effects.get(_key(op.tool, op.arguments), 0) for op in operations]
+        group = groups.setdefault(identity(tool, entry.get("arguments")), {
+            "tool": tool, "call": jsonutil.canonical(entry.get("arguments")), "rows": 0,
+            "answered": 0, "hints": entry,
+        })  # fmt: skip
+        group["rows"] += int(entry.get("succeeded", 0))
+        group["answered"] += int(entry.get("answered", 0))
+    truth: list[dict[str, Any]] = []
+    for group in groups.values():
+        hints, kind = group.pop("hints"), tools.get(group["tool"])
+        if hints.get("readOnlyHint") is True or (kind is not None and kind.tool_class == "read"):
+            group["rows"] = 0
+        elif kind.idempotent if kind is not None else hints.get("idempotentHint") is True:
+            group["rows"] = min(group["rows"], 1)
+        if group["rows"]:
+            truth.append(group)
+    effects = {identity(g["tool"], json.loads(g["call"])): g["rows"] for g in truth}
+    real: list[int | None] = [effects.get(identity(op.tool, op.arguments), 0) for op in operations]
     return CassetteTruth(truth, real, None, any(e["rows"] > 1 for e in truth))

@@ -433,8 +433,9 @@ def _record(
         real_duplicate = any(entry["rows"] > 1 for entry in truth)
         contradictions = contradicted_by_rows(operations, real, declared)
     elif cell.upstream.cassette is not None and report_file is not None:
+        keys = tuple(cell.upstream.key_fields or DEFAULT_KEY_FIELDS)
         counted = cassette_truth(
-            workdir / CASSETTE_COUNT, operations, report_file.tool_classification
+            workdir / CASSETTE_COUNT, operations, report_file.tool_classification, keys
         )
         truth, real, probe_failed = counted.truth, counted.real, counted.failed
         real_duplicate = counted.duplicate

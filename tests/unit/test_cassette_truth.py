@@ -113,3 +113,13 @@ def test_u2_a_bad_cassette_upstream_is_one_file_line_error(tmp_path):
     probe = f"cassette: {tmp_path}/ok.cassette, truth_probe: {{command: [ls]}}"
     error = load_error(write(tmp_path, spec_text(upstreams=f"[{{name: u, {probe}}}]")))
     assert "a cassette's count of answered calls is its ground truth" in error
+
+
+def test_u2_k1_calls_that_differ_only_in_a_key_are_one_operation_of_the_truth(tmp_path):
+    fresh = [{"tool": "pay", "arguments": {"amount": 129, "idempotency_key": k},
+              "matched": "nearest", "answered": 1, "succeeded": 1} for k in ("a", "b")]  # fmt: skip
+    got = cassette_truth(count(tmp_path, *fresh), OPS, [tool("pay")])
+    assert got.duplicate is True and got.real == [2]
+    assert [(e["rows"], e["answered"]) for e in got.truth] == [(2, 2)]
+    other = cassette_truth(count(tmp_path, *fresh), OPS, [tool("pay")], key_fields=("nonce",))
+    assert other.duplicate is False
