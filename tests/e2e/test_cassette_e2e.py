@@ -58,7 +58,7 @@ def spec_file(folder: Path, name: str, upstream: dict[str, Any], model: str, sce
         "upstreams": [{"name": "filesystem", **upstream}],
         "scenarios": [scenario],
         "conversations": [{"name": "note", "user": user, "follow_ups": [TRY_AGAIN]}],
-        "limits": {"run_timeout_s": 60, "max_turns": 8, "max_tool_calls": 20},
+        "limits": {"run_timeout_s": 180, "max_turns": 8, "max_tool_calls": 20},
     }, sort_keys=False), encoding="utf-8")  # fmt: skip
     return path
 
