@@ -139,15 +139,16 @@ def _listen(text: str) -> tuple[str, int]:
 RECORD_HELP = """\
 Usage: agent-harness record (--upstream-command CMD | --upstream-url URL) -o CASSETTE [FLAGS]
 
-Records a real upstream session into a cassette (U2): the agent talks to `record` over stdio
-(or streamable HTTP with --listen HOST:PORT, every session with an upstream connection of its
-own, all in one cassette written when record is stopped) as it would to the server; every message is forwarded unchanged both ways and written down:
-the server's info and capabilities, every tools/list page, each tools/call and its answer,
-other requests (resources, prompts) and their answers, notifications. Text is redacted as the
-run store redacts it (known secrets, Bearer and Authorization credentials, URL user info);
-the upstream's env values and header values are never written. The cassette is written when
-the session ends (end of input, the upstream exits, SIGTERM or SIGINT). No fault is injected
-and nothing is judged. Details: docs/cassettes.md.
+Records a real upstream session into a cassette (U2): the agent talks to `record` as it
+would to the server, over stdio (or streamable HTTP with --listen HOST:PORT: every session
+gets an upstream connection of its own, all go into one cassette, written when record is
+stopped). Every message is forwarded unchanged both ways and written down: the server's info
+and capabilities, every tools/list page, each tools/call and its answer, other requests
+(resources, prompts) and their answers, notifications. Text is redacted as the run store
+redacts it (known secrets, Bearer and Authorization credentials, URL user info); the
+upstream's env values and header values are never written. Over stdio the cassette is written
+when the session ends (end of input, the upstream's exit, SIGTERM or SIGINT). No fault is
+injected and nothing is judged. Details: docs/cassettes.md.
 
 Flags:
   -o, --output CASSETTE
