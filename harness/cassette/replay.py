@@ -89,6 +89,7 @@ class Replayer:
     requests_answered: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._answered = 0
         for e in self.cassette.exchanges:
             if e.type == "call":
                 assert e.tool is not None
@@ -159,14 +160,12 @@ class Replayer:
             if self.unmatched == "nearest" and nearest is not None:
                 recorded, matched = self.calls[nearest], "nearest"
             else:
-                counted = self._count(key, tool, arguments, "unmatched")
-                counted.answered += 1
+                self._count(key, tool, arguments, "unmatched")
                 text = self._no_call(tool, arguments, nearest)
                 return [], {"jsonrpc": "2.0", "id": rid, "result": {
                     "content": [{"type": "text", "text": text}], "isError": True}}  # fmt: skip
         exchange = recorded.next()
         counted = self._count(key, tool, arguments, matched)
-        counted.answered += 1
         notes, answer = self._reply(rid, exchange, params)
         result = answer.get("result")
         if "result" in answer and not (isinstance(result, dict) and result.get("isError")):
@@ -174,9 +173,12 @@ class Replayer:
         return notes, answer
 
     def _count(self, key: tuple[str, str], tool: str, arguments: Any, matched: str) -> Counted:
+        """One more answer to this call."""
         counted = self.counted.get(key)
         if counted is None:
             counted = self.counted[key] = Counted(tool, arguments, matched)
+        counted.answered += 1
+        self._answered += 1
         return counted
 
     def _reply(
@@ -228,13 +230,17 @@ class Replayer:
 
     # -- the count ----------------------------------------------------------------------------
 
+    @property
+    def calls_answered(self) -> int:
+        return self._answered
+
     def count(self) -> dict[str, Any]:
         """The ground truth of the replay so far, as the count file holds it."""
         operations = [c.as_json(self.annotations.get(c.tool, {})) for c in self.counted.values()]
         return {
             "cassette": self.path,
             "version": self.cassette.version,
-            "calls_answered": sum(c.answered for c in self.counted.values()),
+            "calls_answered": self.calls_answered,
             "operations": operations,
             "requests": dict(sorted(self.requests_answered.items())),
         }

@@ -43,8 +43,9 @@ async def serve_lines(reader: Any, writer: Any, replayer: Replayer, counter: Cou
     while (line := await reader.read_line()) is not None:
         if not line.strip():
             continue
+        before = replayer.calls_answered
         out = replayer.answer_line(line)
-        if b'"tools/call"' in line:
+        if replayer.calls_answered != before:  # a call was answered: the count changed
             counter.update(log)
         try:
             for answer in out:
