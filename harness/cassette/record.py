@@ -83,8 +83,8 @@ class Recorder:
     def from_agent(self, line: bytes) -> None:
         for message in _messages(line):
             method = message.get("method")
-            if not isinstance(method, str):
-                continue  # the agent's answer to a server request: not replayed
+            if not isinstance(method, str) or not method:
+                continue  # the agent's answer to a server request (or junk): not replayed
             params = message.get("params")
             if "id" not in message:
                 self.exchanges.append(
@@ -92,10 +92,16 @@ class Recorder:
                 )
                 continue
             key = jsonutil.canonical(message["id"])
-            if method == "tools/call" and isinstance(params, dict):
+            if method == "tools/call":
+                if (
+                    not isinstance(params, dict)
+                    or not isinstance(params.get("name"), str)
+                    or not (params["name"])
+                ):
+                    continue  # no tool to match it by: forwarded, not written
                 arguments = params.get("arguments")
                 exchange = Exchange(
-                    "call", method, tool=str(params.get("name")),
+                    "call", method, tool=params["name"],
                     arguments=self._clean(arguments if isinstance(arguments, dict) else {}),
                 )  # fmt: skip
             else:
@@ -105,7 +111,7 @@ class Recorder:
     def from_upstream(self, line: bytes) -> None:
         for message in _messages(line):
             method = message.get("method")
-            if isinstance(method, str):
+            if isinstance(method, str) and method:
                 if "id" in message:
                     continue  # a server request (sampling, roots): forwarded, not replayed
                 note = {"method": method}

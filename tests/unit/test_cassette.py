@@ -406,3 +406,20 @@ async def test_u2_v4_a_message_past_the_limit_ends_the_recording_with_one_line(t
     assert logged == ["ERROR: the agent: a message is larger than 100 bytes; the session ends "
                       "there (what came before is recorded)"]  # fmt: skip
     assert [e.method for e in rec.cassette().exchanges] == ["notifications/initialized"]
+
+
+def test_u2_what_the_recorder_cannot_replay_stays_out_and_the_cassette_loads(tmp_path):
+    rec = recorder(tmp_path)
+    for i, params in enumerate(([], {"arguments": {}}, {"name": ""}, {"name": 5}), start=1):
+        rec.from_agent(json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                   "params": params}).encode())  # fmt: skip
+    rec.from_agent(b'{"jsonrpc":"2.0","id":9,"method":""}')
+    rec.from_agent(b'{"jsonrpc":"2.0","method":""}')
+    rec.from_agent(b"not json at all")
+    rec.from_agent(call("book", [1], 10))  # type: ignore[arg-type]
+    for i in (*range(1, 5), 9, 10):
+        rec.from_upstream(b'{"jsonrpc":"2.0","id":%d,"error":{"code":-32602,"message":"no"}}' % i)
+    path = tmp_path / "odd.cassette"
+    path.write_text(rec.cassette().text(), encoding="utf-8")
+    (only,) = load(path).exchanges
+    assert (only.tool, only.arguments, only.error["code"]) == ("book", {}, -32602)
