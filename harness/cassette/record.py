@@ -96,7 +96,7 @@ class Recorder:
                 if (
                     not isinstance(params, dict)
                     or not isinstance(params.get("name"), str)
-                    or not (params["name"])
+                    or not params["name"]
                 ):
                     continue  # no tool to match it by: forwarded, not written
                 arguments = params.get("arguments")

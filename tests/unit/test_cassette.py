@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harness.base.errors import UsageError
 from harness.cassette import CassetteError, Replayer, load
@@ -423,3 +425,33 @@ def test_u2_what_the_recorder_cannot_replay_stays_out_and_the_cassette_loads(tmp
     path.write_text(rec.cassette().text(), encoding="utf-8")
     (only,) = load(path).exchanges
     assert (only.tool, only.arguments, only.error["code"]) == ("book", {}, -32602)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                max_size=3),
+    max_leaves=8,
+)  # fmt: skip
+_MESSAGE = st.fixed_dictionaries(
+    {"jsonrpc": st.just("2.0")},
+    optional={"id": st.integers(0, 3) | st.text(max_size=2), "method": st.sampled_from(
+        ["tools/call", "tools/list", "initialize", "", "notifications/progress"]) | st.text(
+        max_size=4), "params": _JSON | st.fixed_dictionaries({"name": st.text(max_size=3), "arguments": _JSON}),
+        "result": _JSON, "error": _JSON},
+)  # fmt: skip
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.tuples(st.booleans(), _MESSAGE | st.lists(_MESSAGE, max_size=2)), max_size=12))
+def test_u2_whatever_the_two_sides_send_the_recorders_cassette_loads(tmp_path, traffic):
+    rec = recorder(tmp_path)
+    for from_agent, message in traffic:
+        (rec.from_agent if from_agent else rec.from_upstream)(json.dumps(message).encode())
+    path = tmp_path / "any.cassette"
+    path.write_text(rec.cassette().text(), encoding="utf-8")
+    replayer = Replayer(load(path))
+    for _, message in traffic:  # and the replay answers anything without raising
+        replayer.answer_line(json.dumps(message).encode())
