@@ -31,6 +31,7 @@ from harness.base.infile import read_lines
 MAGIC = "agent-harness"
 VERSION = 1
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one exchange; its answer is bounded by max_answer_bytes
+MAX_CASSETTE_CHARS = 512 * 1024 * 1024  # a whole cassette (V4: input is read bounded)
 DEFAULT_MAX_ANSWER_BYTES = 1024 * 1024
 TYPES = ("request", "call", "notification")
 ANSWERS = ("result", "error", "omitted")
@@ -114,7 +115,11 @@ def load(path: str | os.PathLike[str]) -> Cassette:
     header: dict[str, Any] | None = None
     exchanges: list[Exchange] = []
     try:
+        total = 0
         for number, text in read_lines(path, "cassette", MAX_LINE_BYTES):
+            total += len(text)
+            if total > MAX_CASSETTE_CHARS:
+                raise CassetteError(f"{shown}:{number}: the cassette is larger than 512 MiB")
             if not text.strip():
                 continue
             where = f"{shown}:{number}"

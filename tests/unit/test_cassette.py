@@ -455,3 +455,15 @@ def test_u2_whatever_the_two_sides_send_the_recorders_cassette_loads(tmp_path, t
     replayer = Replayer(load(path))
     for _, message in traffic:  # and the replay answers anything without raising
         replayer.answer_line(json.dumps(message).encode())
+
+
+def test_u2_v4_a_cassette_is_read_bounded(tmp_path, monkeypatch):
+    import harness.cassette.format as fmt
+
+    path = cassette(tmp_path)
+    monkeypatch.setattr(fmt, "MAX_CASSETTE_CHARS", 200)
+    with pytest.raises(CassetteError, match=r"s.cassette:3: the cassette is larger than"):
+        load(path)
+    monkeypatch.setattr(fmt, "MAX_LINE_BYTES", 50)
+    with pytest.raises(CassetteError, match=r"s.cassette:2: a line is longer than 50 bytes"):
+        load(path)
