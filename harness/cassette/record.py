@@ -23,7 +23,7 @@ from harness import __version__
 from harness.base import jsonutil
 from harness.base.redact import TextRedactor
 from harness.cassette.args import RecordConfig
-from harness.cassette.format import MAGIC, VERSION, Cassette, Exchange
+from harness.cassette.format import MAGIC, MAX_CASSETTE_CHARS, VERSION, Cassette, Exchange
 from harness.proxy.args import ProxyConfig
 from harness.wire.fdlines import MessageTooLarge, StreamClosed
 from harness.wire.http import headers as http_headers
@@ -66,6 +66,19 @@ class Recorder:
         }
         self.exchanges: list[Exchange] = []
         self._open: dict[str, Exchange] = {}  # request id (canonical) -> its exchange so far
+        self._size = [0]  # characters written down so far (shared by every session's view)
+        self.log: Callable[[str], None] = lambda line: None
+
+    def _keep(self, exchange: Exchange) -> None:
+        """Write one exchange down, while the cassette stays within what a replay reads."""
+        if self._size[0] > MAX_CASSETTE_CHARS:
+            return
+        self._size[0] += len(jsonutil.dumps(exchange.as_json())) + 1
+        if self._size[0] > MAX_CASSETTE_CHARS:
+            self.header["cut_after"] = len(self.exchanges)
+            self.log("the cassette reached 512 MiB: later exchanges are forwarded, not written")
+            return
+        self.exchanges.append(exchange)
 
     def for_session(self) -> Recorder:
         """A view for one more agent session (--listen): its own open requests (ids of two
@@ -87,9 +100,7 @@ class Recorder:
                 continue  # the agent's answer to a server request (or junk): not replayed
             params = message.get("params")
             if "id" not in message:
-                self.exchanges.append(
-                    Exchange("notification", method, self._clean(params), sender="agent")
-                )
+                self._keep(Exchange("notification", method, self._clean(params), sender="agent"))
                 continue
             key = jsonutil.canonical(message["id"])
             if method == "tools/call":
@@ -120,7 +131,7 @@ class Recorder:
                 if self._open:
                     next(iter(self._open.values())).notifications.append(note)
                 else:
-                    self.exchanges.append(
+                    self._keep(
                         Exchange("notification", method, note.get("params"), sender="server")
                     )
                 continue
@@ -136,7 +147,7 @@ class Recorder:
                 exchange.error = self._clean(message["error"])
             else:
                 exchange.result = self._clean(message.get("result"))
-            self.exchanges.append(exchange)
+            self._keep(exchange)
 
 
 def _messages(line: bytes) -> list[dict[str, Any]]:
@@ -221,6 +232,7 @@ async def record(config: RecordConfig, log: Callable[[str], None]) -> int:
         log(f"ERROR: {exc}")
         return 1
     recorder = Recorder(config)
+    recorder.log = log
     if config.upstream.listen is not None:
         return await _record_http(config, recorder, upstream, log)
     agent_in, agent_out = await stdio_lines(config.upstream.max_message_bytes)

@@ -467,3 +467,18 @@ def test_u2_v4_a_cassette_is_read_bounded(tmp_path, monkeypatch):
     monkeypatch.setattr(fmt, "MAX_LINE_BYTES", 50)
     with pytest.raises(CassetteError, match=r"s.cassette:2: a line is longer than 50 bytes"):
         load(path)
+
+
+def test_u2_v11_recording_stops_writing_down_at_the_cassettes_bound(tmp_path, monkeypatch):
+    import harness.cassette.record as record_module
+
+    monkeypatch.setattr(record_module, "MAX_CASSETTE_CHARS", 100)
+    rec = recorder(tmp_path)
+    logged: list[str] = []
+    rec.log = logged.append
+    for i in range(1, 4):
+        rec.from_agent(call("book", {"n": i}, i))
+        rec.from_upstream(b'{"jsonrpc":"2.0","id":%d,"result":{"ok":%d}}' % (i, i))
+    cassette_ = rec.cassette()
+    assert len(cassette_.exchanges) == 1 and cassette_.header["cut_after"] == 1
+    assert logged == ["the cassette reached 512 MiB: later exchanges are forwarded, not written"]
