@@ -37,8 +37,10 @@ def _key(value: Any) -> str:
 
 
 def _params_key(params: Any) -> str:
+    """A request's params as matched: without `_meta`, and a member that is null is absent
+    (`{"cursor": null}` is the first page, as `{}` is)."""
     if isinstance(params, dict):
-        params = {k: v for k, v in params.items() if k != "_meta"}
+        params = {k: v for k, v in params.items() if k != "_meta" and v is not None}
     return _key(params or {})
 
 

@@ -482,3 +482,17 @@ def test_u2_v11_recording_stops_writing_down_at_the_cassettes_bound(tmp_path, mo
     cassette_ = rec.cassette()
     assert len(cassette_.exchanges) == 1 and cassette_.header["cut_after"] == 1
     assert logged == ["the cassette reached 512 MiB: later exchanges are forwarded, not written"]
+
+
+def test_u2_other_requests_match_without_meta_and_null_members(tmp_path):
+    page2 = {"tools": [{"name": "more"}]}
+    path = cassette(tmp_path, {"type": "request", "method": "tools/list",
+                               "params": {"cursor": "p2"}, "result": page2})  # fmt: skip
+    replayer = Replayer(load(path))
+    first = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":null,"_meta":{}}}'
+    assert answer(replayer, first)["result"] == TOOLS
+    second = b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"p2"}}'
+    assert answer(replayer, second)["result"] == page2
+    missing = answer(replayer, b'{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{'
+                               b'"cursor":"p3"}}')  # fmt: skip
+    assert 'no recorded tools/list with the params {"cursor":"p3"}' in missing["error"]["message"]
