@@ -40,15 +40,19 @@ def operations(count_file: Path) -> dict[str, tuple[int, int]]:
     return {o["tool"]: (o["answered"], o["succeeded"]) for o in count["operations"]}
 
 
+def record_argv(agent_harness_bin: Path, root: Path, cassette: Path, *extra: str) -> list[str]:
+    """`agent-harness record` in front of server-filesystem serving `root` (made here)."""
+    root.mkdir()
+    return [str(agent_harness_bin), "record", f"--upstream-command={node()}",
+            f"--upstream-arg={npm_entry('server-filesystem')}", f"--upstream-arg={root}",
+            *extra, "-o", str(cassette)]  # fmt: skip
+
+
 async def test_u2_record_then_replay_over_stdio_and_http_answers_as_the_server_did(
     tmp_path, agent_harness_bin
 ):
-    root = tmp_path / "files"
-    root.mkdir()
-    cassette = tmp_path / "fs.cassette"
-    record = [str(agent_harness_bin), "record", f"--upstream-command={node()}",
-              f"--upstream-arg={npm_entry('server-filesystem')}", f"--upstream-arg={root}",
-              "-o", str(cassette)]  # fmt: skip
+    root, cassette = tmp_path / "files", tmp_path / "fs.cassette"
+    record = record_argv(agent_harness_bin, root, cassette)
     async with mcp_client(argv=record) as client:
         live = await session(client, root)
     assert (root / "notes.txt").read_text() == "call Ann about the invoice"
@@ -116,12 +120,8 @@ def test_u2_help_names_the_flags(agent_harness_bin):
 async def test_u2_record_listen_records_every_http_session_into_one_cassette(
     tmp_path, agent_harness_bin
 ):
-    root = tmp_path / "files"
-    root.mkdir()
-    cassette = tmp_path / "http.cassette"
-    argv = [str(agent_harness_bin), "record", f"--upstream-command={node()}",
-            f"--upstream-arg={npm_entry('server-filesystem')}", f"--upstream-arg={root}",
-            "--listen", "127.0.0.1:0", "-o", str(cassette)]  # fmt: skip
+    root, cassette = tmp_path / "files", tmp_path / "http.cassette"
+    argv = record_argv(agent_harness_bin, root, cassette, "--listen", "127.0.0.1:0")
     async with proxy_process(argv) as recorder:
         for _ in range(2):  # two sessions, each with a server process of its own
             async with mcp_client(url=recorder.url) as client:
