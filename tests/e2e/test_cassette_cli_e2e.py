@@ -136,3 +136,37 @@ async def test_u2_record_listen_records_every_http_session_into_one_cassette(
     async with mcp_client(argv=replay) as client:
         assert await session(client, root) == live
     assert operations(count) == {"write_file": (2, 2), "read_text_file": (1, 1)}
+
+
+async def test_u2_v3_record_an_http_upstream_keeps_no_header_value_and_replays_in_order(
+    tmp_path, agent_harness_bin
+):
+    import contextlib
+
+    from tests.support.httpkit import counting_upstream, executions
+
+    truth, cassette = tmp_path / "truth.jsonl", tmp_path / "http-up.cassette"
+    async with contextlib.AsyncExitStack() as stack:
+        flags, server = await counting_upstream(stack, "http", truth)
+        assert server is not None
+        record = [str(agent_harness_bin), "record", *flags,
+                  "--upstream-header=X-Api-Key: rec-0123456789abcdef", "-o", str(cassette)]  # fmt: skip
+        booking = {"guest": "Ann", "date": "2026-12-01"}
+        async with mcp_client(argv=record) as client:
+            live = [(await client.call_tool("create_booking", booking)).content[0].text
+                    for _ in range(2)]  # fmt: skip
+            # the server echoes what it is sent: the header's value comes back in the answer
+            echoed = await client.call_tool("create_note", {"text": "rec-0123456789abcdef"})
+            assert "rec-0123456789abcdef" in echoed.content[0].text
+    assert len(executions(truth, "create_booking")) == 2 and live[0] != live[1]  # two ids
+    text = cassette.read_text()
+    assert "rec-0123456789abcdef" not in text and text.count("[REDACTED]") >= 2
+    assert json.loads(text.splitlines()[0])["upstream"] == server.url.split("?")[0]
+    count = tmp_path / "count.json"
+    replay = [str(agent_harness_bin), "replay", str(cassette), "--count-file", str(count)]
+    async with mcp_client(argv=replay) as client:
+        again = [(await client.call_tool("create_booking", booking)).content[0].text
+                 for _ in range(3)]  # fmt: skip
+    assert again == [live[0], live[1], live[1]]  # recorded order, then the last answer
+    assert operations(count) == {"create_booking": (3, 3)}
+    assert len(executions(truth, "create_booking")) == 2  # the replay executed nothing
