@@ -80,7 +80,9 @@ def _plain(message: dict[str, Any]) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def serve_model(model: ModelSpec, seed: int, timeout_s: float) -> AsyncIterator[ModelEndpoint]:
+async def serve_model(
+    model: ModelSpec, seed: int, timeout_s: float
+) -> AsyncIterator[ModelEndpoint]:
     """Serve `model` on 127.0.0.1 (a free port) while the block runs."""
     from aiohttp import web
 
@@ -158,7 +160,10 @@ async def serve_model(model: ModelSpec, seed: int, timeout_s: float) -> AsyncIte
 
     async def models(request: web.Request) -> web.Response:
         return web.json_response(
-            {"object": "list", "data": [{"id": model.name, "object": "model", "owned_by": "agent-harness"}]}
+            {
+                "object": "list",
+                "data": [{"id": model.name, "object": "model", "owned_by": "agent-harness"}],
+            }
         )
 
     app = web.Application(client_max_size=MAX_BODY_BYTES)
@@ -193,7 +198,9 @@ async def _streamed(web: Any, request: Any, out: dict[str, Any]) -> Any:
     chunk = {
         **{k: out[k] for k in ("id", "created", "model")},
         "object": "chat.completion.chunk",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": out["choices"][0]["finish_reason"]}],
+        "choices": [
+            {"index": 0, "delta": delta, "finish_reason": out["choices"][0]["finish_reason"]}
+        ],
         "usage": out["usage"],
     }
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})

@@ -160,7 +160,9 @@ async def execute_command_run(
         finals = [a.get("content") for a in answers if not a.get("tool_calls")]
         result.final_answer = finals[-1] if finals else None
         sent = model_requested(runmod.rec.load_events(workdir / "events.jsonl"), endpoint)
-    connection = Connection(None, workdir / "report.json", workdir / "events.jsonl", sent_calls=sent)
+    connection = Connection(
+        None, workdir / "report.json", workdir / "events.jsonl", sent_calls=sent
+    )
     try:
         record = runmod._record(
             cell, spec, patch_text, result, error, connection, workdir, started_at, started,
@@ -236,10 +238,13 @@ async def _proxy_for(
             argv = proxy_command(config)
             server = {"command": argv[0], "args": argv[1:], "env": dict(target.upstream_env)}
             server["cwd"] = str(workdir)
-            yield server, {
-                "AGENT_HARNESS_MCP_COMMAND": argv[0],
-                "AGENT_HARNESS_MCP_ARGS": json.dumps(argv[1:]),
-            }
+            yield (
+                server,
+                {
+                    "AGENT_HARNESS_MCP_COMMAND": argv[0],
+                    "AGENT_HARNESS_MCP_ARGS": json.dumps(argv[1:]),
+                },
+            )
 
 
 async def run_agent(

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from runner.spec._base import Frozen, FrozenDict, Name, SafeName, Text, list_field, thaw
+from runner.spec._base import Frozen, FrozenDict, SafeName, Text, list_field, thaw
 from runner.spec._environment import EnvMap
 from runner.spec._models import ModelParams, ModelSpec
 
@@ -37,7 +37,7 @@ class AgentSpec(Frozen):
     runner's OpenAI-compatible endpoint."""
 
     name: SafeName
-    command: tuple[Name, ...] = list_field(min_length=1)  # argv, no shell
+    command: tuple[Text, ...] = list_field(min_length=1)  # argv, no shell
     cwd: Text | None = None  # relative to where the runner is started
     env: EnvMap = Field(default_factory=FrozenDict)  # values: text or os.environ/NAME
     transport: Literal["stdio", "http"] = "stdio"  # how the agent's MCP client reaches the proxy
@@ -82,6 +82,7 @@ class AgentSpec(Frozen):
         data = thaw(self.model_dump(exclude={"name"}, exclude_defaults=True))
         if "env" in data:
             data["env"] = {
-                k: v if v.startswith("os.environ/") else "[REDACTED]" for k, v in data["env"].items()
+                k: v if v.startswith("os.environ/") else "[REDACTED]"
+                for k, v in data["env"].items()
             }
         return {"agent": data}

@@ -57,7 +57,10 @@ def _dimensions(spec: ExperimentSpec) -> Iterator[Problem]:
     yield from _unique("models", spec.models, "model", lambda m: m.display_name, model_loc)
     yield from _unique("agents", spec.agents, "agent", lambda a: a.name)
     if not spec.models and not spec.agents:
-        yield (), "give `models` (run through the runner's agent loop), `agents` (commands, U1) or both"
+        yield (
+            (),
+            "give `models` (run through the runner's agent loop), `agents` (commands, U1) or both",
+        )
     labels = {m.display_name: i for i, m in enumerate(spec.models)}
     for i, agent in enumerate(spec.agents):
         if agent.name in labels:

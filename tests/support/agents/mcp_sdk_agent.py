@@ -32,26 +32,42 @@ async def main(max_turns: int) -> None:
             read, write = await stack.enter_async_context(streamable_http_client(server["url"]))
         else:
             params = StdioServerParameters(
-                command=server["command"], args=server["args"], env=server.get("env"),
+                command=server["command"],
+                args=server["args"],
+                env=server.get("env"),
                 cwd=server.get("cwd"),
             )
             read, write = await stack.enter_async_context(stdio_client(params))
         session = await stack.enter_async_context(ClientSession(read, write))
         await session.initialize()
         tools = [
-            {"type": "function", "function": {"name": t.name, "description": t.description or "",
-                                              "parameters": t.input_schema}}
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description or "",
+                    "parameters": t.input_schema,
+                },
+            }
             for t in (await session.list_tools()).tools
         ]
         messages = [{"role": "system", "content": os.environ.get("AGENT_HARNESS_PROMPT", "")}]
-        users = [os.environ["AGENT_HARNESS_USER_MESSAGE"],
-                 *json.loads(os.environ.get("AGENT_HARNESS_FOLLOW_UPS", "[]"))]
+        users = [
+            os.environ["AGENT_HARNESS_USER_MESSAGE"],
+            *json.loads(os.environ.get("AGENT_HARNESS_FOLLOW_UPS", "[]")),
+        ]
         for user in users:
             messages.append({"role": "user", "content": user})
             for _ in range(max_turns):
-                reply = (await model.chat.completions.create(
-                    model=os.environ["AGENT_HARNESS_MODEL"], messages=messages, tools=tools
-                )).choices[0].message
+                reply = (
+                    (
+                        await model.chat.completions.create(
+                            model=os.environ["AGENT_HARNESS_MODEL"], messages=messages, tools=tools
+                        )
+                    )
+                    .choices[0]
+                    .message
+                )
                 messages.append(reply.model_dump(exclude_none=True))
                 if not reply.tool_calls:
                     print(f"agent: {reply.content}")
