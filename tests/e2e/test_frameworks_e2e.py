@@ -5,7 +5,8 @@ OpenAI-compatible endpoint that asks for exactly one booking, under none, F1, F6
 
 Ground truth: the built-in booking service's rows. The printed table is docs/frameworks.md's;
 the test pins it (a new framework version that re-sends a write changes a number here).
-About 60-90 s of wall time on 2 cores: 16 runs, 4 at a time, each starting a framework.
+About 2-3 minutes of wall time on 2 cores: 20 runs, 4 at a time, each starting a framework
+(two of them hang under F6 until their 45 s limit).
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ AGENTS_PYTHON = ROOT / ".venv-agents" / "bin" / "python"
 AI_SDK = ROOT / "tests" / "support" / "agents" / "node" / "node_modules" / "ai"
 HINT = "make agents-deps  (= .venv-agents with requirements-agents.txt, npm ci in tests/support/agents/node)"
 HUNG = "hung: killed at its time limit"
-# (framework, scenario) -> how the agent ended, as measured (docs/frameworks.md); every run
-# asked for one write and the upstream executed it once.
+# (framework, scenario) -> executions of the one write the model asked for, where not 1: the
+# SDK's own MCP retry re-sends it after its 5 s timeout (client_retry), as measured
+# (docs/frameworks.md).
+EXECUTED = {("openai-agents-retries-2", "F6"): 2, ("openai-agents-retries-2", "F9"): 2}
+# (framework, scenario) -> how the agent ended, where it did not finish.
 ENDED = {
     ("langchain-mcp-adapters", "F6"): HUNG,
     ("pydantic-ai", "F6"): HUNG,
@@ -47,10 +51,11 @@ def survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_u1_survey_each_framework_executes_one_write_per_model_request(survey: Path) -> None:
     rows = survey_rows(survey)
     print("\n" + render(rows))
-    assert len(rows) == 16
+    assert len(rows) == 20
     for row in rows:
-        where = f"{row.agent} under {row.scenario}"
+        where, cell = f"{row.agent} under {row.scenario}", (row.agent, row.scenario.split("(")[0])
         assert row.requested == 1, where  # the scripted model asked for exactly one booking
         assert row.executed == row.proxy_executions, where  # the proxy counts what really ran
-        assert row.executed == 1 and row.client_retries == 0, where
-        assert row.note == ENDED.get((row.agent, row.scenario.split("(")[0]), ""), where
+        assert row.executed == EXECUTED.get(cell, 1), where  # ground truth: the booking rows
+        assert row.client_retries == row.executed - 1, where  # M2: no model turn asked again
+        assert row.note == ENDED.get(cell, ""), where

@@ -3,7 +3,8 @@ with an MCP server over streamable HTTP, run by Runner.run; the SDK's defaults k
 
 The runner hands it the proxy's URL (the generated mcpServers configuration) and its model
 endpoint (a scripted reference model behind an OpenAI-compatible API); it never reaches OpenAI.
-Runs in .venv-agents (make agents-deps).
+Runs in .venv-agents (make agents-deps). SURVEY_MCP_RETRIES sets the SDK's own retry of failed
+MCP calls (`max_retry_attempts`, default 0), as a user who turns it on would.
 """
 
 import asyncio
@@ -23,7 +24,11 @@ async def main() -> None:
     model = OpenAIChatCompletionsModel(
         model=os.environ["AGENT_HARNESS_MODEL"], openai_client=client
     )
-    async with MCPServerStreamableHttp(params={"url": url}, name="booking") as server:
+    retries = int(os.environ.get("SURVEY_MCP_RETRIES", "0"))
+    server = MCPServerStreamableHttp(
+        params={"url": url}, name="booking", max_retry_attempts=retries
+    )
+    async with server:
         agent = Agent(
             name="booking assistant",
             instructions=os.environ["AGENT_HARNESS_PROMPT"],
