@@ -158,7 +158,7 @@ def _combinations(spec: ExperimentSpec) -> Iterator[Problem]:
                 "a URL" if others[0].url else "served over HTTP")  # fmt: skip
             yield ("proxy", "in_process"), f"{why}; {others[0].name!r} is {what}"
     yield from _pairings(spec)
-    names = [m.name for m in spec.models]
+    names = [m.name for m in spec.agents_under_test]  # U1: a command agent by its name
     for glob in spec.concurrency_per_model:
         if not any(fnmatchcase(name, glob) for name in names):
             hint = did_you_mean(glob, names) or f"; the models are {', '.join(names)}"
