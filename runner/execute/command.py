@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import signal
 import tempfile
 import time
@@ -40,7 +41,7 @@ from runner.spec import AgentSpec, ExperimentSpec
 
 SERVER_NAME = "agent-harness"  # the server's name in the generated mcpServers configuration
 REPORT_WAIT_S = 15.0  # after a stdio agent ended: how long its proxy may take to finish
-_REPORT_DONE = (b'"status": "finished"', b'"status":"finished"', b'"status": "failed"')
+_REPORT_DONE = re.compile(rb'"status"\s*:\s*"(?:finished|failed)"')  # the final report (O2, E10)
 
 
 def mcp_config(server: dict[str, Any]) -> dict[str, Any]:
@@ -314,7 +315,7 @@ async def _report_finished(path: Path, limit_s: float) -> None:
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError):
             head = path.read_bytes()[:4096]
-            if any(mark in head for mark in _REPORT_DONE):
+            if _REPORT_DONE.search(head):
                 return
         await asyncio.sleep(0.05)
 
