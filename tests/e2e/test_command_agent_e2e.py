@@ -121,3 +121,25 @@ def test_u1_agent_past_its_time_limit_is_stopped_whole(tmp_path: Path) -> None:
     assert (
         not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
     )
+
+
+def test_u1_agent_without_a_model_duplicate_is_judged_and_its_cause_unknown(
+    tmp_path: Path,
+) -> None:
+    # M2: without the model's side nobody knows who asked for the repeat: `unknown`, never guessed
+    agent = {
+        "name": "twice",
+        "command": [sys.executable, str(ROOT / "tests/support/agents/books_twice.py")],
+    }
+    result = cli(tmp_path, "run", str(_spec(tmp_path, [agent], ["none"])), "--db", "n.duckdb")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = query(
+        tmp_path / "n.duckdb",
+        "select verdict, real_duplicate, agreement, model_params_json from runs",
+    )
+    assert [r[:3] for r in rows] == [("FAIL", True, "agrees")]
+    assert "model" not in json.loads(rows[0][3])["agent"]
+    ((attribution, reason),) = query(
+        tmp_path / "n.duckdb", "select attribution, reason from duplicates"
+    )
+    assert attribution == "unknown" and "model requests are unknown" in reason
