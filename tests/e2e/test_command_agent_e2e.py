@@ -143,3 +143,43 @@ def test_u1_agent_without_a_model_duplicate_is_judged_and_its_cause_unknown(
         tmp_path / "n.duckdb", "select attribution, reason from duplicates"
     )
     assert attribution == "unknown" and "model requests are unknown" in reason
+
+
+def test_u1_command_agent_judged_against_a_truth_probe(tmp_path: Path) -> None:
+    # T1: an upstream the user brings (mcp-server-sqlite on its own file), its rows read by SQL
+    import sqlite3
+
+    from tests.support.prereq import corpus_server
+
+    server, shop = corpus_server("mcp-server-sqlite"), tmp_path / "shop.sqlite"
+    with sqlite3.connect(shop) as conn:
+        conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT, amount REAL)")
+    spec = {
+        "name": "probe",
+        "agents": [_agent("sdk-naive", "scripted/naive")],
+        "prompts": [{"name": "p", "text": "You keep the shop's order book."}],
+        "upstreams": [
+            {
+                "name": "shop",
+                "command": str(server),
+                "args": ["--db-path", str(shop)],
+                "truth_probe": {
+                    "sql": "SELECT customer, amount FROM orders",
+                    "database": str(shop),
+                },
+            }
+        ],  # fmt: skip
+        "conversation": {
+            "name": "order",
+            "user": "Please record the order. query: "
+            "INSERT INTO orders (customer, amount) VALUES ('ACME GmbH', 129)",
+        },
+        "scenarios": ["F1"],
+    }
+    (tmp_path / "probe.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    result = cli(tmp_path, "run", "probe.yaml", "--db", "p.duckdb")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = query(tmp_path / "p.duckdb", "select verdict, real_duplicate, agreement from runs")
+    assert rows == [("FAIL", True, "agrees")]
+    with sqlite3.connect(shop) as conn:  # the ground truth itself
+        assert conn.execute("select count(*) from orders").fetchone() == (2,)
