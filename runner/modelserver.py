@@ -86,7 +86,7 @@ async def serve_model(
     """Serve `model` on 127.0.0.1 (a free port) while the block runs."""
     from aiohttp import web
 
-    from runner.agent.calls import takes_seed
+    from runner.agent.calls import plan_call, takes_seed
 
     if model.name.startswith("scripted/"):
         from runner.agent.scripted import register_scripted_provider
@@ -107,13 +107,14 @@ async def serve_model(
         params = model.params.as_kwargs()
         if takes_seed(model.name, params):
             params["seed"] = seed
+        # L2 as in the runner's own loop: os.environ/NAME read now, the runner's deadline, no
+        # hidden retries, a placeholder key for a local server
+        params = plan_call(model.name, params, timeout_s).kwargs
         for key in ("tools", "tool_choice", "parallel_tool_calls"):
             if body.get(key) is not None and not (key == "tools" and not body[key]):
                 params[key] = body[key]
         try:
-            response = await litellm.acompletion(
-                model=model.name, messages=messages, timeout=timeout_s, **params
-            )
+            response = await litellm.acompletion(model=model.name, messages=messages, **params)
         except Exception as exc:  # the agent sees a provider error, the run goes on
             text = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
             endpoint.errors.append(text)

@@ -66,3 +66,29 @@ def test_u1_endpoint_answers_with_the_scripted_models_tool_call_and_keeps_it() -
 def test_u1_endpoint_answers_a_streamed_request_in_one_chunk() -> None:
     delta, served = asyncio.run(_ask(stream=True))
     assert delta.tool_calls[0].function.name == "create_booking" and len(served) == 1
+
+
+def test_u1_endpoint_forwards_to_any_litellm_model_with_its_env_reference_read(
+    monkeypatch: Any,
+) -> None:
+    # e.g. the local llama.cpp server: an OpenAI-compatible api_base named by os.environ/NAME,
+    # no key needed for a local server, the runner's no-hidden-retries rule (L2) kept
+    from tests.support.openai_stub import completion, openai_stub
+
+    async def ask(model: ModelSpec) -> Any:
+        from openai import AsyncOpenAI
+
+        async with serve_model(model, seed=1, timeout_s=30) as endpoint:
+            client = AsyncOpenAI(base_url=endpoint.base_url, api_key="unused", max_retries=0)
+            answer = await client.chat.completions.create(model="x", messages=[USER], tools=TOOLS)
+            await client.close()
+            return answer.choices[0].message
+
+    with openai_stub([completion("booked it")]) as stub:
+        monkeypatch.setenv("SURVEY_LOCAL_BASE", stub.url)
+        params = {"api_base": "os.environ/SURVEY_LOCAL_BASE"}
+        model = ModelSpec.model_validate({"name": "openai/local", "params": params})
+        message = asyncio.run(ask(model))
+    assert message.content == "booked it"
+    (seen,) = stub.requests
+    assert seen.body["model"] == "local" and seen.body["tools"] == TOOLS
