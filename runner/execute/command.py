@@ -40,6 +40,7 @@ from runner.records import RunRecord, TranscriptEntry
 from runner.spec import AgentSpec, ExperimentSpec
 
 SERVER_NAME = "agent-harness"  # the server's name in the generated mcpServers configuration
+PIPE_WAIT_S = 5.0  # after the agent ended: how long its output may take to arrive whole
 REPORT_WAIT_S = 15.0  # after a stdio agent ended: how long its proxy may take to finish
 _REPORT_DONE = re.compile(rb'"status"\s*:\s*"(?:finished|failed)"')  # the final report (O2, E10)
 
@@ -263,27 +264,31 @@ async def run_agent(
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
     assert proc.stdout is not None and proc.stderr is not None
+    kept = [_Kept(agent.max_output_bytes), _Kept(agent.max_output_bytes)]
     readers = [
-        asyncio.create_task(_bounded(proc.stdout, agent.max_output_bytes)),
-        asyncio.create_task(_bounded(proc.stderr, agent.max_output_bytes)),
+        asyncio.create_task(kept[0].read(proc.stdout)),
+        asyncio.create_task(kept[1].read(proc.stderr)),
     ]
     timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), agent.timeout_s)
+        await asyncio.wait_for(_exited(proc), agent.timeout_s)
         if settle is not None:
             await settle()
     except TimeoutError:
         timed_out = True
     finally:
         _kill_group(proc.pid)  # what the agent left running (or all of it, at the limit)
-        await proc.wait()
-    texts = []
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(_exited(proc), PIPE_WAIT_S)
     for task in readers:
-        try:
-            texts.append(await asyncio.wait_for(task, 5))
-        except TimeoutError:  # a grandchild in another group keeps the pipe open
-            task.cancel()
-            texts.append("")
+        # a child in another process group may keep the pipe open: what came so far is kept
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(task, PIPE_WAIT_S)
+    texts = [k.text() for k in kept]
+    # The pipes a left-over child holds are closed on our side (the process has exited).
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
     entries = [
         TranscriptEntry(idx=0, role=role, content=text)  # type: ignore[arg-type]
         for role, text in zip(("stdout", "stderr"), texts, strict=True)
@@ -292,21 +297,36 @@ async def run_agent(
     return proc.returncode, timed_out, entries
 
 
+async def _exited(proc: asyncio.subprocess.Process) -> None:
+    """Until the process itself has exited. Not `proc.wait()`: that also waits until its
+    pipes close, which a child it left running (in another process group, such as the proxy a
+    stdio MCP client started) may hold open after the agent ended."""
+    while proc.returncode is None:
+        await asyncio.sleep(0.05)
+
+
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
 
 
-async def _bounded(stream: asyncio.StreamReader, limit: int) -> str:
-    """The stream's first `limit` bytes as text (the rest read and counted, never kept)."""
-    kept = bytearray()
-    dropped = 0
-    while chunk := await stream.read(65536):
-        room = limit - len(kept)
-        kept += chunk[:room]
-        dropped += max(0, len(chunk) - room)
-    text = kept.decode("utf-8", "replace")
-    return text + (f"\n[... {dropped:,} more bytes not kept]" if dropped else "")
+class _Kept:
+    """A stream's first `limit` bytes (the rest read and counted, never kept)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept = bytearray()
+        self.dropped = 0
+
+    async def read(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            room = max(0, self.limit - len(self.kept))
+            self.kept += chunk[:room]
+            self.dropped += len(chunk) - min(room, len(chunk))
+
+    def text(self) -> str:
+        text = self.kept.decode("utf-8", "replace")
+        return text + (f"\n[... {self.dropped:,} more bytes not kept]" if self.dropped else "")
 
 
 async def _report_finished(path: Path, limit_s: float) -> None:
