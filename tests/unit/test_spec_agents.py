@@ -64,3 +64,12 @@ def test_u1_agent_and_model_of_one_name_are_refused(tmp_path: Path) -> None:
 def test_u1_time_limit_is_bounded(tmp_path: Path) -> None:
     error = load_error(write(tmp_path, spec_text(agents="[{name: a, command: [x], timeout_s: 0}]")))
     assert "agents[0].timeout_s" in error
+
+
+def test_u1_v3_agent_env_values_are_secrets_of_the_spec_text() -> None:
+    from runner.redact import Redactor
+
+    text = spec_text(agents="[{name: a, command: [x], env: {TOKEN: s3cret-agent-value}}]")
+    redactor = Redactor.for_spec_text(text)
+    assert "s3cret-agent-value" not in redactor.spec_text(text)
+    assert redactor.text("the agent printed s3cret-agent-value") == "the agent printed [REDACTED]"
