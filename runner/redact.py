@@ -209,9 +209,14 @@ def _is_args(path: tuple[str | int, ...]) -> bool:
 
 def _secret_place(path: tuple[str | int, ...]) -> bool:
     """models[i].params.<secret name>..., upstreams[i].env.<any>,
-    upstreams[i].truth_probe.env.<any> (T1)."""
+    upstreams[i].truth_probe.env.<any> (T1), agents[i].env.<any> and
+    agents[i].model.params.<secret name>... (U1)."""
     if len(path) >= 4 and path[0] == "models" and path[2] == "params":
         return any(secret_name(p) for p in path[3:] if isinstance(p, str))
     if len(path) == 5 and path[0] == "upstreams" and path[2:4] == ("truth_probe", "env"):
         return True
+    if len(path) == 4 and path[0] == "agents" and path[2] == "env":  # U1: a command agent's env
+        return True
+    if len(path) >= 5 and path[0] == "agents" and path[2:4] == ("model", "params"):
+        return any(secret_name(p) for p in path[4:] if isinstance(p, str))
     return len(path) == 4 and path[0] == "upstreams" and path[2] == "env"

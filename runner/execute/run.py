@@ -67,7 +67,7 @@ from runner.execute.judging import ground_truth_of, judge_honesty
 from runner.execute.probe import ProbeFailed, read_state
 from runner.matrix import RunCell
 from runner.records import FindingRow, RunRecord
-from runner.spec import ExperimentSpec, TruthProbe
+from runner.spec import AgentSpec, ExperimentSpec, TruthProbe
 
 # How a run reaches its proxy: (the proxy's target, the run's folder) -> an MCP connection.
 Connect = Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]]
@@ -185,6 +185,13 @@ async def execute_run(
     `connect` hosts the proxy and its upstream another way (the corpus of real servers keeps
     one server process for many runs, tests/support/corpus.py); by default a subprocess, or
     this process for a built-in upstream."""
+    if isinstance(cell.model, AgentSpec):  # U1: a command agent (runner.execute.command)
+        from runner.execute.command import execute_command_run
+
+        return await execute_command_run(
+            cell, spec, patch_text=patch_text,
+            system_prompt=system_prompt(cell, patch_text), keep_dir=keep_dir,
+        )  # fmt: skip
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     workdir_ctx = tempfile.TemporaryDirectory(prefix=f"agent-harness-{cell.run_id}-")
@@ -464,7 +471,7 @@ def _record(
         repetition=cell.repetition,
         seed=cell.seed,
         model=cell.labels["model"],
-        model_params_json=json.dumps(cell.model.params.as_kwargs(), sort_keys=True, default=str),
+        model_params_json=_model_params_json(cell),
         prompt=cell.labels["prompt"],
         patch_arm=cell.labels["patch"],
         patch_text=patch_text,
@@ -505,6 +512,14 @@ def _record(
         transcript=rec.transcript(agent.messages, events),
         duplicates=attribute(events, agent.messages, connection.sent_calls if connection else {}),
     )
+
+
+def _model_params_json(cell: RunCell) -> str:
+    """The model's parameters as stored; for a command agent (U1) its configuration with the
+    values of its env left out (V3)."""
+    if isinstance(cell.model, AgentSpec):
+        return json.dumps(cell.model.stored_config(), sort_keys=True, default=str)
+    return json.dumps(cell.model.params.as_kwargs(), sort_keys=True, default=str)
 
 
 @dataclass(frozen=True)

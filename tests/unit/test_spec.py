@@ -17,7 +17,7 @@ MARK = "# <-"  # marks the line an error must name
 @pytest.mark.parametrize("path", sorted(EXPERIMENTS.glob("*.yaml")), ids=lambda p: p.name)
 def test_every_spec_in_experiments_loads(path):
     spec = load_spec(path)
-    assert spec.models and spec.conversations
+    assert spec.agents_under_test and spec.conversations  # models, or command agents (U1)
     assert all(p.text for p in spec.prompts)  # prompt files were read
 
 
