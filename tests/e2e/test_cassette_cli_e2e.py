@@ -170,3 +170,48 @@ async def test_u2_v3_record_an_http_upstream_keeps_no_header_value_and_replays_i
     assert again == [live[0], live[1], live[1]]  # recorded order, then the last answer
     assert operations(count) == {"create_booking": (3, 3)}
     assert len(executions(truth, "create_booking")) == 2  # the replay executed nothing
+
+
+async def test_u2_u1_a_command_agent_against_a_cassette_is_judged_by_its_count(tmp_path):
+    """Your agent, without your server: a command agent (U1) that books twice, against a
+    cassette of the built-in booking service recorded once (two real bookings, two ids). The
+    run is FAIL DUPLICATE_EXECUTION, and its agreement comes from the replay's count."""
+    import sys
+
+    import yaml
+
+    from runner.execute import execute_run
+    from runner.matrix import expand
+    from runner.spec import load_spec
+    from runner.upstreams import ground_truth
+    from tests.support.paths import BIN, ROOT
+    from tests.support.specs import REQUEST
+
+    db, cassette = tmp_path / "booking.sqlite", tmp_path / "booking.cassette"
+    record = [str(BIN), "record", f"--upstream-command={sys.executable}", "--upstream-arg=-m",
+              "--upstream-arg=runner.upstreams", "--upstream-arg=booking",
+              f"--upstream-arg=--db={db}", "-o", str(cassette)]  # fmt: skip
+    booking = {"guest": "Alice Example", "date": "2026-12-01", "nights": 2}
+    async with mcp_client(argv=record) as client:
+        for _ in range(2):
+            await client.call_tool("create_booking", booking)
+    assert sum(e["rows"] for e in ground_truth("booking", db)) == 2
+    agent = ROOT / "tests" / "support" / "agents" / "books_twice.py"
+    spec_path = tmp_path / "u2u1.yaml"
+    spec_path.write_text(yaml.safe_dump({
+        "name": "u2u1",
+        "agents": [{"name": "twice", "command": [sys.executable, str(agent)]}],
+        "prompts": [{"name": "p", "text": "You are the booking assistant of a hotel."}],
+        "upstreams": [{"name": "prod", "cassette": str(cassette)}],
+        "conversation": {"name": "c", "user": REQUEST},
+        "scenarios": ["none"],
+        "limits": {"run_timeout_s": 120},
+    }, sort_keys=False))  # fmt: skip
+    spec = load_spec(spec_path)
+    (cell,) = expand(spec)
+    run = await execute_run(cell, spec)
+    assert run.status == "ok", run.error
+    assert run.verdict == "FAIL" and run.duplicate_found and run.real_duplicate
+    assert run.agreement == "agrees", run.agreement_reason
+    assert "2 successful answers to one call (create_booking" in (run.agreement_reason or "")
+    assert sum(e["rows"] for e in ground_truth("booking", db)) == 2  # nothing new was booked
