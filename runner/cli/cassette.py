@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import typer
 
-CASSETTE_CONTEXT = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+CASSETTE_CONTEXT = {
+    "ignore_unknown_options": True,
+    "allow_extra_args": True,
+    "help_option_names": [],
+}
 
 
 def record_command(ctx: typer.Context) -> None:
