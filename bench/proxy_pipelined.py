@@ -93,7 +93,7 @@ def run_once(folder: Path, source: Path, writes: int) -> tuple[float, float, int
 def heap_profile(folder: Path, source: Path, top: int) -> None:
     """Run the proxy in a child Python under tracemalloc; print the biggest live allocation sites
     at the moment the session ends (its report file written, the session still held)."""
-    argv = [sys.executable, __file__, "--heap-child", str(top), *proxy_argv(folder / "r.json")[1:]]
+    argv = [sys.executable, __file__, "--heap-child", str(top), *proxy_argv(folder / "r.json")[2:]]
     with source.open("rb") as stdin:
         subprocess.run(argv, stdin=stdin, stdout=subprocess.DEVNULL, check=True)
 

@@ -339,12 +339,11 @@ class Judge:
         the operation is derived, so the order of the two attempts does not matter (J10).
         """
         op = attempt.op
-        if op.fold is None:
-            op.fold = fold(op.arguments)
-            op.fold_sig = signature(op.fold)
+        _fold_of(op)
         # Uncertain attempts (ghost, unknown, rejected, open) stay candidates longest; the
         # rest drop out here, so the list stays as short as the number of uncertain attempts.
-        uncertain = [a for a in self._uncertain_by_tool.get(op.tool, ()) if a.uncertain_for_j9]
+        before = self._uncertain_by_tool.get(op.tool, [])
+        uncertain = [a for a in before if a.uncertain_for_j9]
         window = self._recent_by_tool.get(op.tool)
         if window is None:
             window = self._recent_by_tool[op.tool] = SpellingWindow(J9_RECENT)
@@ -356,14 +355,27 @@ class Judge:
             if other in seen:
                 continue
             seen.add(other)
-            if surely_different(other.fold, mine) or len(pairs) >= J9_PAIRS_PER_OP:
+            if surely_different(_fold_of(other), mine) or len(pairs) >= J9_PAIRS_PER_OP:
                 continue
             if similar(other.arguments, op.arguments, volatile=self._volatile(earlier, attempt)):
                 pairs.append((attempt, earlier))
                 earlier.dependents.append(op)
         uncertain.append(attempt)
-        self._uncertain_by_tool[op.tool] = uncertain[-J9_CANDIDATES:]
-        window.add(attempt, op.fold_sig)
+        uncertain = self._uncertain_by_tool[op.tool] = uncertain[-J9_CANDIDATES:]
+        dropped = window.add(attempt, op.fold_sig)
+        # Memory flat with the session's length: an operation that is no longer a candidate
+        # (out of the window and the uncertain list) gives its folded values back; they are
+        # computed again should a later attempt need them.
+        kept = set(uncertain)
+        left = [a.op for a in before if a not in kept]
+        if dropped is not None:
+            left.append(dropped.op)
+        if left:
+            candidates = {a.op for a in kept}
+            for gone in left:
+                if gone.folded and gone not in candidates and not window.holds(gone):
+                    gone.fold = gone.fold_sig = None
+                    gone.folded = False
 
     def wall_of(self, session: int, t_ns: int) -> int | None:
         """E6, E7: the wall-clock time (ns since the epoch) of `t_ns` in `session`, or None
@@ -552,3 +564,12 @@ _HANDLERS = {
     SessionEnded: Judge._on_ended,
     MessageRefused: Judge._on_refused,
 }
+
+
+def _fold_of(op: OpState) -> dict[str, Any] | None:
+    """J9/J10: the operation's folded values (and signature), computed when not kept."""
+    if not op.folded:
+        op.fold = fold(op.arguments)
+        op.fold_sig = signature(op.fold)
+        op.folded = True
+    return op.fold

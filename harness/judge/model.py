@@ -103,8 +103,12 @@ class OpState:
     attempts: list[Attempt] = field(default_factory=list)
     keys_honoured: bool = False  # K6: the upstream deduplicates same-key repeats of this tool
     idempotent: str | None = None  # E1: why its repeats are harmless (annotation or flag)
-    fold: dict[str, Any] | None = None  # J9: per field, a folded value for a quick comparison
-    fold_sig: Any = None  # J10: (fields, folded values) when every field folds
+    # J9/J10: per field, a folded value for a quick comparison, and (fields, folded values)
+    # when every field folds; kept only while the operation is a spelling candidate (its
+    # attempt in the tool's recent window or uncertain list), computed again when needed.
+    fold: dict[str, Any] | None = None
+    fold_sig: Any = None
+    folded: bool = False
     open_count: int = 0
     first_failure_pos: int | None = None  # when the agent first saw an error for it
     awaiting_read: bool = False

@@ -28,14 +28,14 @@ class SpellingWindow:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._order: deque[Attempt] = deque()
+        self._order: deque[tuple[Attempt, Any]] = deque()  # (attempt, its signature)
         # fields -> folded values -> attempts; None holds attempts without a signature
         self._groups: dict[frozenset[str] | None, dict[Any, list[Attempt]]] = {}
 
     def candidates(self, sig: tuple[frozenset[str], tuple[Any, ...]] | None) -> Iterable[Attempt]:
         """The recent attempts that may be spellings of an attempt with this signature."""
         if sig is None:
-            return list(self._order)
+            return [attempt for attempt, _ in self._order]
         fields, values = sig
         found: list[Attempt] = []
         for group_fields, by_values in self._groups.items():
@@ -46,15 +46,24 @@ class SpellingWindow:
                     found += attempts
         return found
 
-    def add(self, attempt: Attempt, sig: tuple[frozenset[str], tuple[Any, ...]] | None) -> None:
+    def add(
+        self, attempt: Attempt, sig: tuple[frozenset[str], tuple[Any, ...]] | None
+    ) -> Attempt | None:
+        """Add the attempt; the one that dropped out to make room, if any."""
+        dropped = None
         if len(self._order) >= self.size:
-            self._drop(self._order.popleft())
-        self._order.append(attempt)
+            dropped, dropped_sig = self._order.popleft()
+            self._drop(dropped, dropped_sig)
+        self._order.append((attempt, sig))
         fields, values = sig if sig is not None else (None, None)
         self._groups.setdefault(fields, {}).setdefault(values, []).append(attempt)
+        return dropped
 
-    def _drop(self, attempt: Attempt) -> None:
-        sig = attempt.op.fold_sig
+    def holds(self, op: object) -> bool:
+        """Whether an attempt of this operation is still in the window."""
+        return any(attempt.op is op for attempt, _ in self._order)
+
+    def _drop(self, attempt: Attempt, sig: tuple[frozenset[str], tuple[Any, ...]] | None) -> None:
         fields, values = sig if sig is not None else (None, None)
         by_values = self._groups[fields]
         bucket = by_values[values]
