@@ -115,6 +115,7 @@ test: setup ray-deps e2e-deps conformance-deps corpus-deps agents-deps
 bench: setup ray-deps
 	$(BIN)/python bench/judge.py
 	$(BIN)/python bench/proxy_overhead.py
+	$(BIN)/python bench/proxy_pipelined.py
 	$(BIN)/python bench/proxy_startup.py
 	$(BIN)/python bench/http_overhead.py
 	$(BIN)/python bench/runner.py

@@ -123,8 +123,9 @@ def heap_child(top: int, argv: list[str]) -> None:
     print(f"tracemalloc: {total / 1e6:.1f} MB live as the session ends, "
           f"{peak / 1e6:.1f} MB peak", file=out)  # fmt: skip
     for stat in snapshot.statistics("traceback")[:top]:
-        frames = [f"{Path(f.filename).name}:{f.lineno}" for f in stat.traceback]
-        frames = list(reversed(frames))[:4]
+        ours = [f for f in stat.traceback if "/harness/" in f.filename] or list(stat.traceback)
+        frames = [f"{'/'.join(Path(f.filename).parts[-2:])}:{f.lineno}" for f in ours][-4:]
+        frames.reverse()  # the innermost of the project's frames first
         print(f"{stat.size / 1e6:7.1f} MB {stat.count:>8,} blocks  {' <- '.join(frames)}", file=out)
 
 
