@@ -7,7 +7,9 @@ polars nor DuckDB.
 
 from __future__ import annotations
 
+import sys
 from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -65,6 +67,20 @@ __all__ = [
     "fisher_exact",
     "wilson_interval",
 ]
+
+
+class _Package(ModuleType):
+    """`analyse` names both a submodule and its function: importing the submodule sets the
+    package's attribute to the module, which here becomes the function, as the eager
+    `from runner.analysis.analyse import analyse` of before left it."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, ModuleType) and _HOME.get(name) == value.__name__:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:
