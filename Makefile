@@ -95,6 +95,7 @@ bench: setup ray-deps
 	$(BIN)/python bench/runner.py
 	$(BIN)/python bench/analysis.py
 	$(BIN)/python bench/on_ray.py
+	$(BIN)/python bench/concurrency.py
 
 lint: setup
 	$(BIN)/ruff check harness runner tests bench
