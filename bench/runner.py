@@ -114,15 +114,17 @@ def main() -> int:
     args = parser.parse_args()
 
     print(f"machine: {machine()}")
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     from runner.agent.scripted import register_scripted_provider
     from runner.execute import run_sweep
     from runner.matrix import expand
     from runner.spec import load_spec
     from runner.store import Store
 
+    own_s, own_cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
     register_scripted_provider()  # imports litellm: start-up, not part of the sweep
     import_s = time.perf_counter() - started
+    litellm_s, litellm_cpu_s = import_s - own_s, time.process_time() - cpu_started - own_cpu_s
 
     with tempfile.TemporaryDirectory(prefix="agent-harness-bench-") as tmp:
         folder = Path(tmp)
@@ -132,7 +134,9 @@ def main() -> int:
         store = TimedStore(Store.open(db))
         print(
             f"{len(cells)} runs ({len(cells) // spec.runs} cells x {spec.runs}), "
-            f"concurrency {spec.concurrency}, in process; start-up (imports) {import_s:.1f} s"
+            f"concurrency {spec.concurrency}, in process; start-up (imports) {import_s:.1f} s: "
+            f"the runner's {own_s:.2f} s ({own_cpu_s:.2f} s CPU), litellm's {litellm_s:.2f} s "
+            f"({litellm_cpu_s:.2f} s CPU)"
         )
         profiler = cProfile.Profile() if args.profile else None
         if profiler:
@@ -175,10 +179,11 @@ def main() -> int:
     batches = store.batches
     print(
         f"  storing during the sweep: {store.save_s:.1f} s in {len(batches)} transactions "
-        f"(mean {n / max(len(batches), 1):.1f} runs each), in a worker thread beside the runs"
+        f"(mean {n / max(len(batches), 1):.1f} runs each), in a worker thread beside the runs: "
+        f"{store.save_s / max(n, 1) * 1000:.1f} ms per run amortised"
     )
-    print(f"store alone, fresh file: {per_run_s:.1f} s one transaction per run, "
-          f"{batch_s:.2f} s as one batch")  # fmt: skip
+    print(f"store alone, fresh file: {per_run_s:.1f} s one transaction per run "
+          f"({per_run_s / max(n, 1) * 1000:.1f} ms each), {batch_s:.2f} s as one batch")  # fmt: skip
     verdict = "met" if sweep_s < TARGET_S and n == len(cells) else "NOT met"
     print(f"target N2 (1,000 runs under {TARGET_S:.0f} s on 2 cores): {verdict}")
     if args.profile:
