@@ -223,12 +223,13 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="keep specs, stores and stderr in this folder")
     args = parser.parse_args()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"{os.cpu_count()} CPUs, load average {load} before; descriptor limit "
-          f"{__import__('resource').getrlimit(__import__('resource').RLIMIT_NOFILE)[0]}")  # fmt: skip
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    print(f"{os.cpu_count()} CPUs, load average {load} before; descriptor limit {limit}")
     print(
-        "| mode | N | runs stored | runs/hour | ideal | ratio | peak RSS of the tree | peak fds |"
+        "| mode | N | runs stored | runs/hour | ideal | ratio | peak RSS of the tree "
+        "| peak fds | CPU per run |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="agent-harness-conc-") as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
