@@ -89,6 +89,10 @@ async def _run_command(probe: TruthProbe) -> State:
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
+            # asyncio's wait() returns only once the pipes are closed: a stdout left unread
+            # past the limit pauses its reader and would hold the pipe (and wait) forever.
+            while await proc.stdout.read(65536):
+                pass
             await proc.wait()
         draining.cancel()
         with contextlib.suppress(asyncio.CancelledError):

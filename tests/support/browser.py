@@ -65,7 +65,7 @@ VIEWPORT = (1280, 800)
 # (--hide-scrollbars), so a page laid out at a window's full width would get room that a real
 # window of that width does not give it.
 CLASSIC_SCROLLBAR_PX = 17
-START_TIMEOUT = 30.0
+START_TIMEOUT = 90.0  # a bound: Chromium took over 30 s to start at load 12-38
 COMMAND_TIMEOUT = 30.0
 
 
