@@ -108,16 +108,17 @@ class Peak:
     over_cap: bool = False
 
 
-def watch(proc: subprocess.Popen, peak: Peak, cap_kb: int, stop: threading.Event) -> None:
+def watch(procs: list[subprocess.Popen], peak: Peak, cap_kb: int, stop: threading.Event) -> None:
     while not stop.wait(0.2):
-        pids = tree(proc.pid)
+        pids = [pid for proc in procs for pid in tree(proc.pid)]
         rss = sum(rss_kb(p) for p in pids)
         peak.rss_kb = max(peak.rss_kb, rss)
         peak.fds = max(peak.fds, sum(fds(p) for p in pids))
         peak.processes = max(peak.processes, len(pids))
         if rss > cap_kb and not peak.over_cap:
             peak.over_cap = True
-            os.killpg(proc.pid, signal.SIGKILL)
+            for proc in procs:
+                os.killpg(proc.pid, signal.SIGKILL)
 
 
 def start_model(delay: float) -> tuple[subprocess.Popen, str]:
@@ -167,26 +168,35 @@ def one(mode: str, n: int, args: argparse.Namespace, folder: Path) -> str:
     try:
         path = folder / f"{mode}-{n}.yaml"
         path.write_text(yaml.safe_dump(spec(url, runs, n), sort_keys=False), encoding="utf-8")
-        db = folder / f"{mode}-{n}.duckdb"
         in_process = "never" if mode == "subprocess" else "always"
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        err = (folder / f"{mode}-{n}.err").open("w")
         peak, stop = Peak(), threading.Event()
         started = time.perf_counter()
         cpu_before = _children_cpu_s()
-        proc = subprocess.Popen(
-            [str(BIN), "run", str(path), "--db", str(db), "--in-process", in_process],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=env,
-            cwd=folder,
-            start_new_session=True,
-        )
+        shards = args.shards if mode == "in-process" else 1
+        procs, dbs = [], []
+        for i in range(1, shards + 1):
+            # Each shard: its own process and store, its share of the runs and of N.
+            db = folder / f"{mode}-{n}-{i}.duckdb"
+            part = ["--shard", f"{i}/{shards}", "--concurrency", str(n // shards)]
+            command = [str(BIN), "run", str(path), "--db", str(db), "--in-process", in_process]
+            err = (folder / f"{mode}-{n}-{i}.err").open("w")
+            procs.append(
+                subprocess.Popen(
+                    command + (part if shards > 1 else []),
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    env=env,
+                    cwd=folder,
+                    start_new_session=True,
+                )
+            )
+            dbs.append(db)
         watcher = threading.Thread(
-            target=watch, args=(proc, peak, int(args.max_rss_gb * 1024 * 1024), stop)
+            target=watch, args=(procs, peak, int(args.max_rss_gb * 1024 * 1024), stop)
         )
         watcher.start()
-        code = proc.wait()
+        code = max(proc.wait() for proc in procs)
         wall = time.perf_counter() - started
         cpu = _children_cpu_s() - cpu_before
         stop.set()
@@ -200,7 +210,11 @@ def one(mode: str, n: int, args: argparse.Namespace, folder: Path) -> str:
             f"| {mode} | {n} | stopped: the tree passed {args.max_rss_gb:g} GB of RSS "
             f"({peak.processes} processes, {peak.fds} descriptors) | | | | | |"
         )
-    stored, errors, per_hour = steady_rate(db)
+    rates = [steady_rate(db) for db in dbs]
+    stored, errors = sum(r[0] for r in rates), sum(r[1] for r in rates)
+    per_hour = sum(r[2] for r in rates)
+    if shards > 1:
+        mode = f"{mode}, {shards} shards"
     whole = stored / wall * 3600
     return (
         f"| {mode} | {n} | {stored} ({errors} errors, exit {code}) | {per_hour:,.0f} "
@@ -220,6 +234,10 @@ def main() -> int:
     parser.add_argument("--delay", type=float, default=1.0, help="seconds per model answer")
     parser.add_argument("--runs-per-slot", type=int, default=5, help="runs = N x this")
     parser.add_argument("--max-rss-gb", type=float, default=8.0)
+    parser.add_argument(
+        "--shards", type=int, default=1,
+        help="in-process: split the runs over this many runner processes (run --shard i/K)",
+    )  # fmt: skip
     parser.add_argument("--keep", type=Path, help="keep specs, stores and stderr in this folder")
     args = parser.parse_args()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
