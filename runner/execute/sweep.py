@@ -34,7 +34,8 @@ from runner.spec import ExperimentSpec
 # (~35 ms wall with its fsync), a batch of 10 runs ~2.5 ms per run. The writer collects the
 # runs finishing within GROUP_COMMIT_WINDOW_S, at most GROUP_COMMIT_MAX_RUNS of them, and
 # writes at once when no run is executing (the end of a sweep, a group waiting for its
-# `none` arm, Ctrl-C/SIGTERM), so the window never delays the last runs. A run counts as done
+# `none` arm, Ctrl-C/SIGTERM) or when the batch holds the last `none` run that an `auto`
+# group waits for, so the window never delays the last runs nor a waiting arm. A run counts as done
 # only after its batch is committed: a killed runner loses only runs not yet reported.
 GROUP_COMMIT_WINDOW_S = 1.0
 GROUP_COMMIT_MAX_RUNS = 100
@@ -106,11 +107,14 @@ class _GroupCommit:
         self._pending: list[tuple[RunRecord, asyncio.Future[None]]] = []
         self._writer: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._urgent = False  # a queued run releases runs that wait for it
         self.batches: list[int] = []  # sizes of the transactions written (for benchmarks)
 
-    async def save(self, record: RunRecord) -> None:
+    async def save(self, record: RunRecord, urgent: bool = False) -> None:
+        """Store the record in the next batch; `urgent`: others wait for it, write it now."""
         done = asyncio.get_running_loop().create_future()
         self._pending.append((record, done))
+        self._urgent |= urgent
         self.nudge()
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._drain())
@@ -121,7 +125,7 @@ class _GroupCommit:
         self._wake.set()
 
     def _write_now(self) -> bool:
-        return len(self._pending) >= self._max_runs or self._running() == 0
+        return self._urgent or len(self._pending) >= self._max_runs or self._running() == 0
 
     async def _gather(self) -> None:
         loop = asyncio.get_running_loop()
@@ -140,6 +144,7 @@ class _GroupCommit:
         while self._pending:
             await self._gather()
             batch, self._pending = self._pending[: self._max_runs], self._pending[self._max_runs :]
+            self._urgent = False
             self.batches.append(len(batch))
             try:
                 await asyncio.to_thread(self._store.save_runs, [r for r, _ in batch])
@@ -281,7 +286,8 @@ async def run_sweep(
         else:
             result.cost_usd += record.cost_usd
         result.cost_usd += record.honesty_cost_usd or 0.0
-        await writer.save(record)
+        # The last unpatched run of a group releases its `auto` runs: not kept in the window.
+        await writer.save(record, urgent=waiting.get(cell.group_id) == {cell.run_id})
         result.records.append(record)
         if cell.patch.kind == "none":
             emitted[cell.group_id] += record.patches

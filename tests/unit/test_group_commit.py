@@ -58,3 +58,15 @@ def test_a_run_is_reported_saved_only_after_its_batch_is_committed():
         assert done == ["r0"] and store.batches == [["r0"]]
 
     asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+def test_a_run_others_wait_for_is_written_without_waiting_out_the_window():
+    # The last `none` run of a group releases its `auto` runs (R2): it is not kept back.
+    async def scenario() -> FakeStore:
+        store = FakeStore()
+        writer = _GroupCommit(store, window_s=60.0, running=lambda: 3)
+        await asyncio.wait_for(writer.save("r0", urgent=True), 10)  # type: ignore[arg-type]
+        return store
+
+    store = asyncio.run(scenario())
+    assert store.batches == [["r0"]]
