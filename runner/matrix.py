@@ -17,6 +17,7 @@ from itertools import product
 from typing import Any
 
 from runner.spec import (
+    AgentSpec,
     Conversation,
     ExperimentSpec,
     FrozenDict,
@@ -45,7 +46,7 @@ class RunCell:
     """One run: a cell of the matrix and its repetition (1..runs), with stable ids."""
 
     experiment: str
-    model: ModelSpec
+    model: ModelSpec | AgentSpec  # U1: a command agent stands where a model does
     prompt: Prompt
     patch: PatchArm
     upstream: Upstream
@@ -67,7 +68,7 @@ class RunCell:
 
 
 def cell_content(
-    model: ModelSpec,
+    model: ModelSpec | AgentSpec,
     prompt: Prompt,
     upstream: Upstream,
     scenario: Scenario,
@@ -96,7 +97,7 @@ def run_seed(base_seed: int, key: str) -> int:
 
 
 def _label(part: Any) -> str:
-    if isinstance(part, ModelSpec):
+    if isinstance(part, ModelSpec | AgentSpec):
         return part.display_name
     if isinstance(part, Scenario):
         return part.label
@@ -114,7 +115,7 @@ def expand(spec: ExperimentSpec) -> list[RunCell]:
     if problem:
         raise SpecError(f"experiment {spec.name}: {problem}")
     dimensions = (
-        spec.models,
+        spec.agents_under_test,
         spec.prompts,
         spec.patches,
         spec.upstreams,

@@ -73,7 +73,8 @@ class TranscriptEntry(BaseModel):
     """One message of the agent conversation, in order."""
 
     idx: int
-    role: Literal["system", "user", "assistant", "tool"]
+    # stdout, stderr: what a command agent printed (U1), after its conversation
+    role: Literal["system", "user", "assistant", "tool", "stdout", "stderr"]
     content: str = ""
     tool_calls_json: str | None = None  # assistant: the tool calls it asked for
     tool_call_id: str | None = None  # tool: which call this answers

@@ -1,5 +1,9 @@
 """One redaction step before anything is stored (SPEC V3).
 
+The text rules (names that say secret, known values, credential patterns) live in
+harness/base/redact.py, which the cassette recorder (U2) shares; this module adds what only the
+runner's store knows: model parameters, a spec's secrets by place, run records.
+
 What the runner stores (run rows, the spec text) is read later by people, reports, CI logs
 and pull-request comments, so secrets are taken out on the way in, in `Store`, once:
 
@@ -36,53 +40,23 @@ import yaml
 from pydantic import BaseModel
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from harness.base.redact import REDACTED, TextRedactor, secret_name
+from harness.base.redact import URL_USERINFO as _URL_USERINFO
+from harness.base.redact import url_secrets as _url_secrets
 from runner.records import RunRecord
 
-REDACTED = "[REDACTED]"
-MIN_SEARCHED = 8  # a known secret shorter than this is not searched for in free text
 # Distinct values remembered per redactor: strings up to this length, this many at most (then
 # forgotten all at once; a run's long texts, transcripts and reports, are mostly unique).
 CACHED_LENGTH = 2048
 CACHE_SIZE = 100_000
 ENV_REFERENCE = re.compile(r"os\.environ/[A-Za-z_][A-Za-z0-9_]*")
-_SECRET_WORDS = frozenset(
-    "key apikey token secret secrets password passwd passphrase authorization auth "
-    "cookie credential credentials signature bearer".split()
-)
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"<>]+@")
-_BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{16,}")
-_AUTH_HEADER = re.compile(
-    r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)(?:[A-Za-z]+\s+)?[^\s\"',;}]+"
-)
 
 
-def secret_name(name: object) -> bool:
-    """Whether a parameter, header, flag or variable name says it holds a secret: one of its
-    words (split at separators and camelCase) is key, token, secret, password, auth, ..."""
-    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name))
-    return any(w.lower() in _SECRET_WORDS for w in re.split(r"[^A-Za-z0-9]+", text))
-
-
-def _url_secrets(text: str) -> list[str]:
-    """The user info of every URL in the text, and its password alone."""
-    found = []
-    for m in _URL_USERINFO.finditer(text):
-        userinfo = m.group()[len(m.group(1)) : -1]
-        found += [userinfo, userinfo.partition(":")[2]]
-    return [s for s in found if s]
-
-
-class Redactor:
+class Redactor(TextRedactor):
     """Scrubs secrets out of what is about to be stored; `for_spec_text` knows a spec's."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        secrets = list(secrets)
-        # "Bearer sk-..." is found as a whole and as its token alone.
-        words = {w for s in secrets for w in s.split()}
-        known = {s for s in {*secrets, *words} if len(s) >= MIN_SEARCHED}
-        known |= _environment_secrets()
-        # Longest first: a secret that contains another is replaced whole.
-        self.secrets = sorted(known, key=len, reverse=True)
+        super().__init__(secrets)
         self._texts: dict[str, str] = {}  # value -> text(value), see CACHED_LENGTH
         self._params_json: dict[str, str] = {}  # model_params_json -> its redacted JSON
 
@@ -95,27 +69,6 @@ class Redactor:
             if value:
                 found.add(value)
         return cls(found)
-
-    def text(self, value: str) -> str:
-        """Free text with every known secret, URL credential and Bearer token replaced."""
-        for secret in self.secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        if "://" in value:
-            value = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", value)
-        # Each pattern needs its keyword; a substring test is many times cheaper than a regex
-        # pass that finds nothing. It is exact for ASCII text only: (?i) also lets e.g. "ı"
-        # and "İ" stand for "i", so any other text takes both regexes.
-        if value.isascii():
-            lower = value.lower()
-            bearer, authorization = "bearer" in lower, "authorization" in lower
-        else:
-            bearer = authorization = True
-        if bearer:
-            value = _BEARER.sub(lambda m: f"{m.group(1)}{REDACTED}", value)
-        if authorization:
-            value = _AUTH_HEADER.sub(lambda m: f"{m.group(1)}{REDACTED}", value)
-        return value
 
     def _text_once(self, value: str) -> str:
         """`text(value)`, remembered for values that are not long (run rows repeat them)."""
@@ -175,14 +128,6 @@ def _scrubbed(model: BaseModel, scrub: Any) -> Any:
             if any(a is not b for a, b in zip(items, value, strict=True)):
                 changes[name] = items
     return model.model_copy(update=changes) if changes else model
-
-
-def _environment_secrets() -> set[str]:
-    return {
-        value
-        for name, value in os.environ.items()
-        if len(value) >= MIN_SEARCHED and secret_name(name)
-    }
 
 
 class _SpecWalk:
@@ -264,9 +209,14 @@ def _is_args(path: tuple[str | int, ...]) -> bool:
 
 def _secret_place(path: tuple[str | int, ...]) -> bool:
     """models[i].params.<secret name>..., upstreams[i].env.<any>,
-    upstreams[i].truth_probe.env.<any> (T1)."""
+    upstreams[i].truth_probe.env.<any> (T1), agents[i].env.<any> and
+    agents[i].model.params.<secret name>... (U1)."""
     if len(path) >= 4 and path[0] == "models" and path[2] == "params":
         return any(secret_name(p) for p in path[3:] if isinstance(p, str))
     if len(path) == 5 and path[0] == "upstreams" and path[2:4] == ("truth_probe", "env"):
         return True
+    if len(path) == 4 and path[0] == "agents" and path[2] == "env":  # U1: a command agent's env
+        return True
+    if len(path) >= 5 and path[0] == "agents" and path[2:4] == ("model", "params"):
+        return any(secret_name(p) for p in path[4:] if isinstance(p, str))
     return len(path) == 4 and path[0] == "upstreams" and path[2] == "env"

@@ -37,7 +37,9 @@ def fifo(tmp_path: Path) -> Path:
 
 LAYERS = ("e2e", "integration", "unit")
 LONGEST_FIRST = (  # the longest files of a full run, longest first (--durations)
-    "test_agreement_e2e.py", "test_conformance.py", "test_ray_executor.py", "test_corpus_e2e.py",
+    "test_agreement_e2e.py", "test_frameworks_e2e.py", "test_conformance.py",
+    "test_ray_executor.py", "test_corpus_e2e.py", "test_command_agent_e2e.py",
+    "test_cassette_e2e.py",
     "test_shards_merge.py", "test_example_report.py", "test_runner_e2e.py",
     "test_runner_http.py", "test_exit_codes.py", "test_sweep_cli.py", "test_secrets.py",
 )  # fmt: skip

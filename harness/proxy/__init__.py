@@ -11,7 +11,7 @@ from harness.events import CallReceived, FaultApplied
 from harness.events import read_jsonl as read_event_log
 from harness.faults import FAULTS, HTTP_ONLY, INJECTING, MAX_RETRY_AFTER_S, SCENARIOS, PlanConfig
 from harness.operations.classify import DEFAULT_KEY_FIELDS, ClassifierConfig
-from harness.operations.identity import value_key
+from harness.operations.identity import operation_id, value_key
 from harness.proxy.args import ProxyConfig, parse, proxy_argv
 from harness.proxy.hosting import InProcessProxy, in_process_proxy, proxy_command
 from harness.proxy.main import main as proxy_main
@@ -32,6 +32,7 @@ __all__ = [
     "ProxyConfig",
     "SCENARIOS",
     "in_process_proxy",
+    "operation_id",
     "parse",
     "proxy_argv",
     "proxy_command",

@@ -7,7 +7,18 @@ when the command runs, so `agent-harness proxy` starts without the runner's depe
 
 from __future__ import annotations
 
-from runner.cli import benchmark, demo, judge, merge, proxy, report, run, runs_needed, sweep
+from runner.cli import (
+    benchmark,
+    cassette,
+    demo,
+    judge,
+    merge,
+    proxy,
+    report,
+    run,
+    runs_needed,
+    sweep,
+)
 from runner.cli.app import make_app
 
 app = make_app(
@@ -18,6 +29,12 @@ app = make_app(
 )
 app.command("proxy", context_settings=proxy.PROXY_CONTEXT, add_help_option=False)(
     proxy.proxy_command
+)
+app.command("record", context_settings=cassette.CASSETTE_CONTEXT, add_help_option=False)(
+    cassette.record_command
+)
+app.command("replay", context_settings=cassette.CASSETTE_CONTEXT, add_help_option=False)(
+    cassette.replay_command
 )
 app.command("judge")(judge.judge_command)
 app.command("benchmark")(benchmark.benchmark_command)

@@ -14,7 +14,9 @@ This module sets one against the other, per run, from what the verdict claims:
 The claim is checked against the ground truth's business operations: a duplicate is a
 business operation with more than one real row (cancelled rows included: they were written).
 For an upstream with a truth probe (T1) the ground truth is the run's effects on the state the
-probe reads (runner/execute/effects.py): a duplicate is a record written more than once. A
+probe reads (runner/execute/effects.py): a duplicate is a record written more than once. For a
+cassette (U2) it is the replay's count of the calls it answered (runner/execute/cassettes.py):
+a duplicate is a write answered with a success more than once. A
 run against an upstream whose rows the runner cannot read is `not_checkable`; one whose truth
 probe failed is `unknown` (never a guess); a run that failed to run has no verdict and no
 agreement (None).
@@ -40,9 +42,10 @@ AGREEMENT_MEANINGS = {
     DISAGREES: "the upstream's real rows contradict the verdict: a duplicate the harness "
     "missed, or one it reported that never happened",
     NO_CLAIM: "NOT_TESTED: the verdict claims nothing about duplicates",
-    NOT_CHECKABLE: "the upstream keeps no rows the runner can read (not a built-in upstream "
-    "and no truth probe)",
-    UNKNOWN: "the upstream's truth probe failed, so its real state is not known for this run",
+    NOT_CHECKABLE: "the upstream keeps no rows the runner can read (not a built-in upstream, "
+    "no truth probe, no cassette)",
+    UNKNOWN: "the upstream's truth probe failed (or a cassette's count is missing), so its real "
+    "state is not known for this run",
 }
 
 # Ground-truth fields that are counts or lists, not part of what an operation is.
@@ -58,6 +61,10 @@ class Agreement:
 
 
 def _what(entry: Mapping[str, Any]) -> str:
+    if "call" in entry:  # U2: a cassette's count of answers with a success
+        call = str(entry["call"])
+        shown = call if len(call) <= 200 else call[:197] + "..."
+        return f"{entry.get('rows')} successful answers to one call ({entry.get('tool')} {shown})"
     if "record" in entry:  # T1: a truth probe's record
         record = str(entry["record"])
         shown = record if len(record) <= 200 else record[:197] + "..."
@@ -79,13 +86,16 @@ def judge_agreement(
     probe_failed: str | None = None,
     records: bool = False,
     contradicted: Sequence[str] = (),
+    cassette: bool = False,
 ) -> Agreement:
     """The agreement of a harness report (O1) with the upstream's ground truth (None: unknown;
     `probe_failed`: why the upstream's truth probe gave no state; `records`: the truth is a
     probe's records, T1; `contradicted`: tools declared idempotent whose repeat changed the
-    state, E1's ANNOTATION_CONTRADICTED)."""
+    state, E1's ANNOTATION_CONTRADICTED; `cassette`: the truth is a replay's count of the calls
+    it answered, U2, and `probe_failed` says why that count is missing)."""
     none_twice = (
         "no record was written more than once" if records
+        else "the cassette answered no write more than once with a success" if cassette
         else "no operation has more than one real row"
     )  # fmt: skip
     verdict = report.verdict
@@ -96,7 +106,8 @@ def judge_agreement(
         held = f"; the upstream holds {_duplicates(truth)}" if truth and _duplicates(truth) else ""
         return Agreement(NO_CLAIM, f"NOT_TESTED claims nothing about duplicates{held}.")
     if probe_failed is not None:
-        return Agreement(UNKNOWN, f"the truth probe of upstream {upstream} failed: {probe_failed}")
+        source = "the cassette" if cassette else "the truth probe"
+        return Agreement(UNKNOWN, f"{source} of upstream {upstream} failed: {probe_failed}")
     if truth is None:
         return Agreement(NOT_CHECKABLE, f"upstream {upstream} keeps no rows the runner can read.")
     claims_duplicate = "DUPLICATE_EXECUTION" in codes

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -46,6 +47,7 @@ from runner.agent.loop import (
 from runner.execute import record as rec
 from runner.execute.agreement import judge_agreement
 from runner.execute.attribution import attribute
+from runner.execute.cassettes import CASSETTE_COUNT, cassette_replay_args, cassette_truth
 from runner.execute.connect import (
     Connection,
     ProxyTarget,
@@ -65,7 +67,7 @@ from runner.execute.judging import ground_truth_of, judge_honesty
 from runner.execute.probe import ProbeFailed, read_state
 from runner.matrix import RunCell
 from runner.records import FindingRow, RunRecord
-from runner.spec import ExperimentSpec, TruthProbe
+from runner.spec import AgentSpec, ExperimentSpec, TruthProbe
 
 # How a run reaches its proxy: (the proxy's target, the run's folder) -> an MCP connection.
 Connect = Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]]
@@ -129,6 +131,14 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
             ),
             **common,
         )
+    if upstream.cassette is not None:  # U2: the replay counts what it answers into the workdir
+        return ProxyTarget(
+            upstream_command=sys.executable,
+            upstream_args=cassette_replay_args(upstream.cassette, upstream.unmatched, workdir),
+            upstream_env={},
+            upstream_cwd=None,
+            **common,
+        )
     return ProxyTarget(
         upstream_command=upstream.command or "",
         upstream_args=tuple(upstream.args),
@@ -175,6 +185,13 @@ async def execute_run(
     `connect` hosts the proxy and its upstream another way (the corpus of real servers keeps
     one server process for many runs, tests/support/corpus.py); by default a subprocess, or
     this process for a built-in upstream."""
+    if isinstance(cell.model, AgentSpec):  # U1: a command agent (runner.execute.command)
+        from runner.execute.command import execute_command_run
+
+        return await execute_command_run(
+            cell, spec, patch_text=patch_text,
+            system_prompt=system_prompt(cell, patch_text), keep_dir=keep_dir,
+        )  # fmt: skip
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     workdir_ctx = tempfile.TemporaryDirectory(prefix=f"agent-harness-{cell.run_id}-")
@@ -409,6 +426,7 @@ def _record(
     operations = report.operations if report is not None else []
     real: list[int | None] = [None] * len(operations)
     real_duplicate = None
+    probe_failed: str | None = None
     truth = ground_truth_of(cell, workdir)
     contradictions: list[Contradiction] = []
     declared = _declared_idempotent(report)
@@ -421,6 +439,13 @@ def _record(
         ]
         real_duplicate = any(entry["rows"] > 1 for entry in truth)
         contradictions = contradicted_by_rows(operations, real, declared)
+    elif cell.upstream.cassette is not None and report_file is not None:
+        keys = tuple(cell.upstream.key_fields or DEFAULT_KEY_FIELDS)
+        counted = cassette_truth(
+            workdir / CASSETTE_COUNT, operations, report_file.tool_classification, keys
+        )
+        truth, real, probe_failed = counted.truth, counted.real, counted.failed
+        real_duplicate = counted.duplicate
     elif probed is not None and probed.entries is not None:
         truth = [entry.as_truth() for entry in probed.entries]
         plain = [_Args(_plain(op.arguments)) for op in operations]
@@ -431,8 +456,9 @@ def _record(
     agreed = (
         judge_agreement(
             judged, truth, cell.labels["upstream"],
-            probe_failed=probed.failed if probed is not None else None,
+            probe_failed=probed.failed if probed is not None else probe_failed,
             records=probed is not None, contradicted=[c.tool for c in contradictions],
+            cassette=cell.upstream.cassette is not None,
         )
         if judged is not None
         else None
@@ -445,7 +471,7 @@ def _record(
         repetition=cell.repetition,
         seed=cell.seed,
         model=cell.labels["model"],
-        model_params_json=json.dumps(cell.model.params.as_kwargs(), sort_keys=True, default=str),
+        model_params_json=_model_params_json(cell),
         prompt=cell.labels["prompt"],
         patch_arm=cell.labels["patch"],
         patch_text=patch_text,
@@ -486,6 +512,14 @@ def _record(
         transcript=rec.transcript(agent.messages, events),
         duplicates=attribute(events, agent.messages, connection.sent_calls if connection else {}),
     )
+
+
+def _model_params_json(cell: RunCell) -> str:
+    """The model's parameters as stored; for a command agent (U1) its configuration with the
+    values of its env left out (V3)."""
+    if isinstance(cell.model, AgentSpec):
+        return json.dumps(cell.model.stored_config(), sort_keys=True, default=str)
+    return json.dumps(cell.model.params.as_kwargs(), sort_keys=True, default=str)
 
 
 @dataclass(frozen=True)

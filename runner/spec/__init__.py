@@ -7,6 +7,7 @@ parameters). Every problem becomes one line `FILE:LINE: FIELD: message` in a `Sp
 `runner.matrix.expand(spec)` turns the spec into runs.
 """
 
+from runner.spec._agents import PLACEHOLDERS, AgentSpec
 from runner.spec._base import (
     FrozenDict,
     SpecError,
@@ -36,6 +37,8 @@ from runner.spec._models import (
 )
 
 __all__ = [
+    "PLACEHOLDERS",
+    "AgentSpec",
     "ChaosParams",
     "Conversation",
     "ExperimentSpec",

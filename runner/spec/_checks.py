@@ -55,6 +55,17 @@ def _dimensions(spec: ExperimentSpec) -> Iterator[Problem]:
         return ("label",) if model.label else ("name",)
 
     yield from _unique("models", spec.models, "model", lambda m: m.display_name, model_loc)
+    yield from _unique("agents", spec.agents, "agent", lambda a: a.name)
+    if not spec.models and not spec.agents:
+        yield (
+            (),
+            "give `models` (run through the runner's agent loop), `agents` (commands, U1) or both",
+        )
+    labels = {m.display_name: i for i, m in enumerate(spec.models)}
+    for i, agent in enumerate(spec.agents):
+        if agent.name in labels:
+            why = f"an agent and a model (models[{labels[agent.name]}]) share this name"
+            yield ("agents", i, "name"), f"{why}: runs are labelled by it"
     for key in ("prompts", "patches", "upstreams", "conversations"):
         yield from _unique(key, getattr(spec, key), "name", lambda x: x.name)
     yield from _unique("scenarios", spec.scenarios, "scenario", lambda s: s.label, lambda s: ())
@@ -68,6 +79,11 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def _params(spec: ExperimentSpec) -> Iterator[Problem]:
     given = [(("models", i, "params"), m.params) for i, m in enumerate(spec.models)]
+    given += [
+        (("agents", i, "model", "params"), a.model.params)
+        for i, a in enumerate(spec.agents)
+        if a.model is not None
+    ]
     given.append((("honesty", "params"), spec.honesty.params))
     for where, params in given:
         for key, value in params.as_kwargs().items():
@@ -95,9 +111,14 @@ def _params(spec: ExperimentSpec) -> Iterator[Problem]:
 def _providers(spec: ExperimentSpec) -> Iterator[Problem]:
     """L2: a provider litellm does not know fails here, not in every run."""
     models = [(("models", i), m.name, m.params) for i, m in enumerate(spec.models)]
+    models += [
+        (("agents", i, "model"), a.model.name, a.model.params)
+        for i, a in enumerate(spec.agents)
+        if a.model is not None
+    ]
     if "/" in spec.honesty.judge:  # `deterministic` needs no model
         models.append((("honesty",), spec.honesty.judge, spec.honesty.params))
-    field = {"models": "name", "honesty": "judge"}
+    field = {"models": "name", "honesty": "judge", "agents": "name"}
     for where, name, params in models:
         given = params.as_kwargs().get("custom_llm_provider")
         if isinstance(given, str):
@@ -121,8 +142,12 @@ def _combinations(spec: ExperimentSpec) -> Iterator[Problem]:
         why = "`auto` inserts the patches of this experiment's unpatched runs"
         yield ("patches", kinds.index("auto")), f"{why}: add the `none` arm"
     for i, scenario in enumerate(spec.scenarios):
-        if scenario.kind in HTTP_ONLY and spec.proxy.agent != "http":
+        if scenario.kind in HTTP_ONLY and spec.models and spec.proxy.agent != "http":
             yield ("scenarios", i), f"{scenario.kind} exists only over HTTP: set proxy.agent: http"
+        stdio = [a.name for a in spec.agents if a.transport != "http"]
+        if scenario.kind in HTTP_ONLY and stdio:
+            why = f"{scenario.kind} exists only over HTTP"
+            yield ("scenarios", i), f"{why}: agent {stdio[0]!r} needs `transport: http`"
     if spec.proxy.in_process == "always" and spec.proxy.agent == "http":
         yield ("proxy", "in_process"), "`always` hosts the proxy in process: no HTTP agent side"
     elif spec.proxy.in_process == "always":
@@ -133,7 +158,7 @@ def _combinations(spec: ExperimentSpec) -> Iterator[Problem]:
                 "a URL" if others[0].url else "served over HTTP")  # fmt: skip
             yield ("proxy", "in_process"), f"{why}; {others[0].name!r} is {what}"
     yield from _pairings(spec)
-    names = [m.name for m in spec.models]
+    names = [m.name for m in spec.agents_under_test]  # U1: a command agent by its name
     for glob in spec.concurrency_per_model:
         if not any(fnmatchcase(name, glob) for name in names):
             hint = did_you_mean(glob, names) or f"; the models are {', '.join(names)}"
@@ -176,6 +201,11 @@ def unset_variables(
         (f"model {m.display_name}: params.{key}", value)
         for m in dict.fromkeys(models)
         for key, value in m.params.as_kwargs().items()
+    ]
+    named += [  # U1: a command agent's env
+        (f"agent {a.name}: env {key}", value)
+        for a in dict.fromkeys(models)
+        for key, value in getattr(a, "env", {}).items()
     ]
     if spec.honesty.uses_model:
         named += [(f"honesty judge {spec.honesty.judge}: params.{key}", value)

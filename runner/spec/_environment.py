@@ -102,6 +102,22 @@ class Upstream(Frozen):
     # T1: the upstream's own state, read before and after each run (not for built-ins, whose
     # rows the runner reads already)
     truth_probe: TruthProbe | None = None
+    # U2: a recorded session replayed (`agent-harness replay`), relative to where the runner is
+    # started; its count of answered calls is the run's ground truth
+    cassette: Text | None = None
+    unmatched: Literal["error", "nearest"] | None = None  # the replay's --unmatched
+
+    @field_validator("cassette")
+    @classmethod
+    def _readable_cassette(cls, path: str | None) -> str | None:
+        if path is not None:
+            from harness.cassette import CassetteError, load
+
+            try:
+                load(path)  # validated whole now: a broken cassette fails the spec, not a run
+            except CassetteError as exc:
+                raise ValueError(str(exc)) from None
+        return path
 
     @field_validator("builtin")
     @classmethod
@@ -152,8 +168,16 @@ class Upstream(Frozen):
 
     @model_validator(mode="after")
     def _one_kind(self) -> Upstream:
-        if sum(x is not None for x in (self.builtin, self.command, self.url)) != 1:
-            raise ValueError("an upstream needs exactly one of `builtin`, `command` and `url`")
+        kinds = (self.builtin, self.command, self.url, self.cassette)
+        if sum(x is not None for x in kinds) != 1:
+            raise ValueError(
+                "an upstream needs exactly one of `builtin`, `command`, `url` and `cassette`"
+            )
+        if self.unmatched is not None and self.cassette is None:
+            raise ValueError("`unmatched` goes with a `cassette` upstream")
+        if self.cassette is not None and self.truth_probe is not None:
+            raise ValueError("a cassette's count of answered calls is its ground truth; "
+                             "`truth_probe` is for a `command` or `url` upstream")  # fmt: skip
         if self.command is None and (self.args or self.env or self.cwd is not None):
             raise ValueError("only a `command` upstream takes `args`, `env` or `cwd`")
         if self.url is None and self.headers:

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator
 
+from runner.spec._agents import AgentSpec
 from runner.spec._base import Frozen, FrozenDict, SafeName, list_field
 from runner.spec._environment import Scenario, Upstream
 from runner.spec._models import Conversation, HonestySettings, ModelSpec, PatchArm, Prompt
@@ -77,7 +78,10 @@ class ExperimentSpec(Frozen):
 
     name: SafeName  # V2: the default report is reports/NAME.html
     description: str | None = None
-    models: tuple[ModelSpec, ...] = list_field(min_length=1)
+    # Models driven through the runner's own agent loop, and (U1) agents that are commands;
+    # at least one of the two (runner.spec._checks). A written list must not be empty.
+    models: tuple[ModelSpec, ...] = list_field(default=(), min_length=1)
+    agents: tuple[AgentSpec, ...] = list_field(default=(), min_length=1)
     prompts: tuple[Prompt, ...] = list_field(min_length=1)
     patches: tuple[PatchArm, ...] = list_field(default=(PatchArm(name="none"),), min_length=1)
     upstreams: tuple[Upstream, ...] = list_field(min_length=1)
@@ -109,13 +113,18 @@ class ExperimentSpec(Frozen):
             for c in self.conversations
         )
         return [
-            ("model", len(self.models)),
+            ("model", len(self.models) + len(self.agents)),
             ("prompt", len(self.prompts)),
             ("patch arm", len(self.patches)),
             ("scenario", len(self.scenarios)),
             ("upstream-conversation pair", pairs),
             ("repetition", self.runs),
         ]
+
+    @property
+    def agents_under_test(self) -> tuple[ModelSpec | AgentSpec, ...]:
+        """The matrix's model dimension: the models, then the command agents (U1)."""
+        return (*self.models, *self.agents)
 
     def matrix_size(self) -> int:
         """How many runs the matrix has, computed without building it."""

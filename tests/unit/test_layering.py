@@ -27,6 +27,7 @@ RANKS = {
     "harness.session": 5,  # the judged session and its recorder
     "harness.proxy": 6,  # the router and its entry points
     "harness.benchmark": 7,  # the self-test and its simulated backend
+    "harness.cassette": 7,  # U2: record a real session, replay it (uses the proxy's parts)
     "harness.demo": 8,  # the demo server
     "harness.__main__": 9,  # `python -m harness proxy ...`
 }
@@ -38,6 +39,8 @@ PUBLIC = {
     "harness.report",  # judge a recorded event log again (`agent-harness judge`)
     "harness.benchmark",  # `agent-harness benchmark`
     "harness.demo",  # `agent-harness demo`
+    "harness.cassette",  # `agent-harness record` / `replay`, a cassette's count (U2)
+    "harness.base.redact",  # V3: the text redaction the store and the cassettes share
     "harness.base",  # files and text (below)
     "harness.base.errors",  # the one exception tree
     "harness.base.jsonutil",  # exact JSON (big integers, decimals), shared by report and store

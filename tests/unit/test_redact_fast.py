@@ -12,8 +12,11 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import runner.redact as redact
+from harness.base.redact import AUTH_HEADER as _AUTH_HEADER
+from harness.base.redact import BEARER as _BEARER
+from harness.base.redact import URL_USERINFO as _URL_USERINFO
 from runner.records import FindingRow, RunRecord, TranscriptEntry
-from runner.redact import _AUTH_HEADER, _BEARER, _URL_USERINFO, REDACTED, Redactor
+from runner.redact import REDACTED, Redactor
 
 SECRETS = ("sk-live-0123456789abcdef", "hunter2-secret", "tok3n-of-ci", "short")
 

@@ -17,7 +17,7 @@ MARK = "# <-"  # marks the line an error must name
 @pytest.mark.parametrize("path", sorted(EXPERIMENTS.glob("*.yaml")), ids=lambda p: p.name)
 def test_every_spec_in_experiments_loads(path):
     spec = load_spec(path)
-    assert spec.models and spec.conversations
+    assert spec.agents_under_test and spec.conversations  # models, or command agents (U1)
     assert all(p.text for p in spec.prompts)  # prompt files were read
 
 
@@ -363,7 +363,7 @@ ERROR_CASES = [
         "both builtin and command",
         spec_text(upstreams="\n  - {name: u, builtin: booking, command: srv}  " + MARK),
         "upstreams[0]",
-        "exactly one of `builtin`, `command` and `url`",
+        "exactly one of `builtin`, `command`, `url` and `cassette`",
     ),
     (
         "a URL with a secret header value",

@@ -1,0 +1,273 @@
+"""`agent-harness replay`: a cassette served as an MCP server that executes nothing (U2).
+
+Matching:
+- `initialize` answers the recorded one (the first, if several were recorded); `ping` is
+  answered `{}`; notifications from the agent are read and dropped.
+- A tools/call matches the recorded calls of the same tool whose arguments have the same
+  canonical form, numbers by value (E6): `{"amount": 129.00}` matches `{"amount": 129}`.
+  Repeats of one call are answered in recorded order, then with the last recorded answer.
+- Any other request matches by method and canonical params (`_meta` left out), the same way.
+- Unmatched (policy `--unmatched`): `error` answers a tool error (isError) naming the nearest
+  recorded call of that tool, or the tools recorded; `nearest` answers with the nearest
+  recorded call of the same tool. An unmatched other request is a JSON-RPC error -32601.
+
+Counting: every tools/call answered is counted per operation (the tool and the canonical
+arguments of the call as the agent sent it): how often answered, how often with a success (a
+result without isError), how it matched, and the tool's recorded annotations. That count is the
+ground truth of a run against a cassette.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.base import jsonutil
+from harness.cassette.format import Cassette, Exchange
+
+PARSE_ERROR = -32700
+METHOD_NOT_FOUND = -32601
+INTERNAL_ERROR = -32603
+NEAREST_CHARS = 2000  # how much of two calls' canonical arguments is compared for "nearest"
+
+
+def _key(value: Any) -> str:
+    return jsonutil.canonical(jsonutil.by_value(value))
+
+
+def _params_key(params: Any) -> str:
+    """A request's params as matched: without `_meta`, and a member that is null is absent
+    (`{"cursor": null}` is the first page, as `{}` is)."""
+    if isinstance(params, dict):
+        params = {k: v for k, v in params.items() if k != "_meta" and v is not None}
+    return _key(params or {})
+
+
+@dataclass
+class _Recorded:
+    """The recorded answers to one call or request, and how many were used."""
+
+    answers: list[Exchange]
+    used: int = 0
+
+    def next(self) -> Exchange:
+        exchange = self.answers[min(self.used, len(self.answers) - 1)]
+        self.used += 1
+        return exchange
+
+
+@dataclass
+class Counted:
+    """One operation as the replay answered it."""
+
+    tool: str
+    arguments: Any
+    matched: str  # exact, nearest or unmatched
+    answered: int = 0
+    succeeded: int = 0
+
+    def as_json(self, annotations: dict[str, Any]) -> dict[str, Any]:
+        entry = {
+            "tool": self.tool, "arguments": self.arguments, "matched": self.matched,
+            "answered": self.answered, "succeeded": self.succeeded,
+        }  # fmt: skip
+        for hint in ("readOnlyHint", "idempotentHint", "destructiveHint"):
+            if isinstance(annotations.get(hint), bool):
+                entry[hint] = annotations[hint]
+        return entry
+
+
+@dataclass
+class Replayer:
+    """Answers JSON-RPC messages from a cassette; shared by every session it serves."""
+
+    cassette: Cassette
+    path: str = ""
+    unmatched: str = "error"
+    calls: dict[tuple[str, str], _Recorded] = field(default_factory=dict)
+    requests: dict[tuple[str, str], _Recorded] = field(default_factory=dict)
+    counted: dict[tuple[str, str], Counted] = field(default_factory=dict)
+    requests_answered: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._answered = 0
+        for e in self.cassette.exchanges:
+            if e.type == "call":
+                assert e.tool is not None
+                key = (e.tool, _key(e.arguments))
+                self.calls.setdefault(key, _Recorded([])).answers.append(e)
+            elif e.type == "request":
+                key = (e.method, _params_key(e.params))
+                self.requests.setdefault(key, _Recorded([])).answers.append(e)
+        self.annotations = {
+            str(t.get("name")): t.get("annotations") if isinstance(t.get("annotations"), dict)
+            else {}
+            for t in self.cassette.tools()
+        }  # fmt: skip
+
+    # -- answering ----------------------------------------------------------------------------
+
+    def answer_line(self, line: bytes) -> list[bytes]:
+        """The lines to send for one line from the agent (notifications first, then answers)."""
+        try:
+            value = jsonutil.loads(line)
+        except (ValueError, jsonutil.TooDeep):
+            return [_error_line(None, PARSE_ERROR, "not JSON")]
+        if isinstance(value, list):
+            out: list[bytes] = []
+            answers: list[Any] = []
+            for item in value:
+                notes, answer = self.answer(item)
+                out += [jsonutil.dumps(n).encode() for n in notes]
+                if answer is not None:
+                    answers.append(answer)
+            return out + ([jsonutil.dumps(answers).encode()] if answers else [])
+        notes, answer = self.answer(value)
+        out = [jsonutil.dumps(n).encode() for n in notes]
+        return out + ([jsonutil.dumps(answer).encode()] if answer is not None else [])
+
+    def answer(self, message: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """(server notifications to send first, the answer or None for a notification)."""
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+            return [], None  # an answer to a server request (none are sent) or junk
+        if "id" not in message:
+            return [], None
+        rid, method, params = message["id"], message["method"], message.get("params")
+        self.requests_answered[method] = self.requests_answered.get(method, 0) + 1
+        if method == "ping":
+            return [], {"jsonrpc": "2.0", "id": rid, "result": {}}
+        if method == "tools/call" and isinstance(params, dict):
+            return self._call(rid, params)
+        if method == "initialize":
+            first = next((e for e in self.cassette.exchanges if e.method == "initialize"), None)
+            if first is not None:
+                return self._reply(rid, first, params)
+        recorded = self.requests.get((method, _params_key(params)))
+        if recorded is None:
+            return [], _error(rid, METHOD_NOT_FOUND, self._no_request(method, params))
+        return self._reply(rid, recorded.next(), params)
+
+    def _call(
+        self, rid: Any, params: dict[str, Any]
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        tool = str(params.get("name"))
+        arguments = params.get("arguments")
+        arguments = arguments if isinstance(arguments, dict) else {}
+        key = (tool, _key(arguments))
+        recorded = self.calls.get(key)
+        matched = "exact"
+        if recorded is None:
+            nearest = self._nearest(tool, arguments)
+            if self.unmatched == "nearest" and nearest is not None:
+                recorded, matched = self.calls[nearest], "nearest"
+            else:
+                self._count(key, tool, arguments, "unmatched")
+                text = self._no_call(tool, arguments, nearest)
+                return [], {"jsonrpc": "2.0", "id": rid, "result": {
+                    "content": [{"type": "text", "text": text}], "isError": True}}  # fmt: skip
+        exchange = recorded.next()
+        counted = self._count(key, tool, arguments, matched)
+        notes, answer = self._reply(rid, exchange, params)
+        result = answer.get("result")
+        if "result" in answer and not (isinstance(result, dict) and result.get("isError")):
+            counted.succeeded += 1
+        return notes, answer
+
+    def _count(self, key: tuple[str, str], tool: str, arguments: Any, matched: str) -> Counted:
+        """One more answer to this call."""
+        counted = self.counted.get(key)
+        if counted is None:
+            counted = self.counted[key] = Counted(tool, arguments, matched)
+        counted.answered += 1
+        self._answered += 1
+        return counted
+
+    def _reply(
+        self, rid: Any, exchange: Exchange, params: Any
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        notes = [n for n in (_with_token(n, exchange, params) for n in exchange.notifications) if n]
+        if exchange.omitted is not None:
+            return notes, _error(rid, INTERNAL_ERROR, (
+                f"agent-harness replay: the recorded answer ({exchange.omitted} bytes) was "
+                f"larger than --max-answer-bytes and not kept (cassette line {exchange.line})"
+            ))  # fmt: skip
+        if exchange.error is not None:
+            return notes, {"jsonrpc": "2.0", "id": rid, "error": exchange.error}
+        return notes, {"jsonrpc": "2.0", "id": rid, "result": exchange.result}
+
+    # -- unmatched ----------------------------------------------------------------------------
+
+    def _nearest(self, tool: str, arguments: Any) -> tuple[str, str] | None:
+        """The recorded call of the same tool whose canonical arguments are most alike."""
+        mine = _key(arguments)[:NEAREST_CHARS]
+        same = [k for k in self.calls if k[0] == tool]
+        if not same:
+            return None
+        return max(
+            same, key=lambda k: difflib.SequenceMatcher(None, mine, k[1][:NEAREST_CHARS]).ratio()
+        )
+
+    def _no_call(self, tool: str, arguments: Any, nearest: tuple[str, str] | None) -> str:
+        shown = _shown(_key(arguments))
+        if nearest is not None:
+            return (
+                f"agent-harness replay: no recorded call of {tool} with the arguments {shown}; "
+                f"the nearest recorded: {tool} {_shown(nearest[1])}"
+            )
+        tools = sorted({k[0] for k in self.calls})
+        return (
+            f"agent-harness replay: {tool} was never called in the recording; recorded calls: "
+            f"{', '.join(tools) or 'none'}"
+        )
+
+    def _no_request(self, method: str, params: Any) -> str:
+        same = [k[1] for k in self.requests if k[0] == method]
+        if not same:
+            return f"agent-harness replay: {method} was not recorded"
+        return (
+            f"agent-harness replay: no recorded {method} with the params "
+            f"{_shown(_params_key(params))}; recorded: {_shown(same[0])}"
+        )
+
+    # -- the count ----------------------------------------------------------------------------
+
+    @property
+    def calls_answered(self) -> int:
+        return self._answered
+
+    def count(self) -> dict[str, Any]:
+        """The ground truth of the replay so far, as the count file holds it."""
+        operations = [c.as_json(self.annotations.get(c.tool, {})) for c in self.counted.values()]
+        return {
+            "cassette": self.path,
+            "version": self.cassette.version,
+            "calls_answered": self.calls_answered,
+            "operations": operations,
+            "requests": dict(sorted(self.requests_answered.items())),
+        }
+
+
+def _with_token(note: dict[str, Any], exchange: Exchange, params: Any) -> dict[str, Any] | None:
+    """A recorded notification for this request: its progress token is the request's (a
+    progress notification for a request that asked for none is left out)."""
+    out = {"jsonrpc": "2.0", **note}
+    token = params.get("_meta", {}).get("progressToken") if isinstance(params, dict) else None
+    body = out.get("params")
+    if isinstance(body, dict) and "progressToken" in body:
+        if token is None:
+            return None
+        out["params"] = {**body, "progressToken": token}
+    return out
+
+
+def _shown(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+
+
+def _error_line(rid: Any, code: int, message: str) -> bytes:
+    return jsonutil.dumps(_error(rid, code, message)).encode()

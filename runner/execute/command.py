@@ -1,0 +1,344 @@
+"""U1: one run of an agent that is a command (any program that speaks MCP to the proxy).
+
+The runner puts the proxy in front of the cell's upstream, hands the command its MCP endpoint
+as a generated MCP client configuration (the common `mcpServers` shape) and as environment
+variables, starts it in a process group of its own, bounds its time (the whole group is killed
+at the limit), keeps its standard output and error (bounded) as the transcript's last entries,
+and judges the run like any other: the proxy's report, the upstream's real rows or truth probe,
+agreement (R10). With `model:` the runner also serves the agent's model at an OpenAI-compatible
+endpoint (runner.modelserver); then it knows every tool call the model asked for, and an
+execution no such call accounts for was made by the agent's client layer (`client_retry`).
+
+- stdio: the configuration's server is `agent-harness proxy ...`: the agent's MCP client
+  starts the proxy itself, as it would any MCP server;
+- http: the runner starts `agent-harness proxy --listen 127.0.0.1:0` and hands over its URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import signal
+import tempfile
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.proxy import CallReceived, proxy_command, value_key
+from runner.agent.loop import AgentResult
+from runner.execute.connect import Connection, ProxyTarget, served_over_http
+from runner.matrix import RunCell
+from runner.modelserver import ModelEndpoint, serve_model
+from runner.records import RunRecord, TranscriptEntry
+from runner.spec import AgentSpec, ExperimentSpec
+
+SERVER_NAME = "agent-harness"  # the server's name in the generated mcpServers configuration
+PIPE_WAIT_S = 5.0  # after the agent ended: how long its output may take to arrive whole
+REPORT_WAIT_S = 15.0  # after a stdio agent ended: how long its proxy may take to finish
+_REPORT_DONE = re.compile(rb'"status"\s*:\s*"(?:finished|failed)"')  # the final report (O2, E10)
+
+
+def mcp_config(server: dict[str, Any]) -> dict[str, Any]:
+    """The MCP client configuration in the common shape (Claude Desktop, Cursor, frameworks)."""
+    return {"mcpServers": {SERVER_NAME: server}}
+
+
+def _substitute(text: str, values: dict[str, str]) -> str:
+    for name, value in values.items():
+        text = text.replace(f"{{{name}}}", value)
+    return text
+
+
+def agent_environment(
+    agent: AgentSpec, values: dict[str, str], given: dict[str, str]
+) -> dict[str, str]:
+    """The agent's environment: the runner's, the spec's `env` (os.environ/NAME read now,
+    placeholders filled in), then the AGENT_HARNESS_* variables."""
+    env = dict(os.environ)
+    for key, value in agent.env.items():
+        if value.startswith("os.environ/"):
+            value = os.environ.get(value.removeprefix("os.environ/"), "")
+        env[key] = _substitute(value, values)
+    env.update(given)
+    return env
+
+
+async def execute_command_run(
+    cell: RunCell,
+    spec: ExperimentSpec,
+    *,
+    patch_text: str | None,
+    system_prompt: str,
+    keep_dir: Path | None = None,
+) -> RunRecord:
+    """Run the cell's command agent once; failures become a record with status=error."""
+    from runner.execute import run as runmod
+
+    agent = cell.model
+    assert isinstance(agent, AgentSpec)
+    started_at, started = datetime.now(UTC), time.perf_counter()
+    workdir_ctx = tempfile.TemporaryDirectory(prefix=f"agent-harness-{cell.run_id}-")
+    workdir = Path(workdir_ctx.name)
+    target = dataclasses.replace(
+        runmod.proxy_target(cell, spec, workdir), agent_over_http=agent.transport == "http"
+    )
+    result = AgentResult()
+    error: str | None = None
+    output: list[TranscriptEntry] = []
+    endpoint: ModelEndpoint | None = None
+    probe = cell.upstream.truth_probe
+    probed = None
+    async with runmod._probe_lock(cell.experiment, cell.upstream.name, probe):
+        before = await runmod._read_probe(probe) if probe is not None else None
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                if agent.model is not None:
+                    endpoint = await stack.enter_async_context(
+                        serve_model(agent.model, cell.seed, spec.limits.model_timeout_s)
+                    )
+                server, extra = await stack.enter_async_context(_proxy_for(target, workdir))
+                config_path = workdir / "mcp.json"
+                config_path.write_text(json.dumps(mcp_config(server), indent=2))
+                values = {
+                    "mcp_config": str(config_path),
+                    "workdir": str(workdir),
+                    **({"mcp_url": server["url"]} if "url" in server else {}),
+                    **(
+                        {"model_base_url": endpoint.base_url, "model": endpoint.model}
+                        if endpoint is not None
+                        else {}
+                    ),
+                }
+                given = {
+                    "AGENT_HARNESS_MCP_CONFIG": str(config_path),
+                    "AGENT_HARNESS_MCP_SERVER": SERVER_NAME,
+                    "AGENT_HARNESS_TRANSPORT": agent.transport,
+                    "AGENT_HARNESS_PROMPT": system_prompt,
+                    "AGENT_HARNESS_PATCH": patch_text or "",
+                    "AGENT_HARNESS_USER_MESSAGE": cell.conversation.user,
+                    "AGENT_HARNESS_FOLLOW_UPS": json.dumps(list(cell.conversation.follow_ups)),
+                    "AGENT_HARNESS_RUN_ID": cell.run_id,
+                    "AGENT_HARNESS_SEED": str(cell.seed),
+                    **extra,
+                }
+                if endpoint is not None:
+                    given["AGENT_HARNESS_MODEL_BASE_URL"] = endpoint.base_url
+                    given["AGENT_HARNESS_MODEL"] = endpoint.model
+                argv = [_substitute(part, values) for part in agent.command]
+                cwd = Path(agent.cwd).absolute() if agent.cwd is not None else workdir
+                env = agent_environment(agent, values, given)
+                settle = (
+                    (lambda: _report_finished(workdir / "report.json", REPORT_WAIT_S))
+                    if agent.transport == "stdio"
+                    else None
+                )
+                code, timed_out, output = await run_agent(argv, cwd, env, agent, settle)
+                if timed_out:
+                    error = (
+                        f"the agent ran past its time limit ({agent.timeout_s:g} s); its "
+                        "process group was killed"
+                    )
+                result.stopped_by = None if code == 0 else f"exit code {code}"
+        except Exception as exc:  # one run inside a batch: it becomes an error record
+            error = runmod._describe(exc, None, workdir)
+        if probe is not None:
+            after = await runmod._read_probe(probe)
+            probed = runmod.Probed.of(before, after)
+    sent: dict[str, str | None] = {}
+    if endpoint is not None:
+        result.messages = endpoint.conversation()
+        answers = [s.answer for s in endpoint.served]
+        result.turns = len(answers)
+        result.tool_calls = sum(len(a.get("tool_calls") or ()) for a in answers)
+        result.usage.prompt_tokens = sum(s.prompt_tokens for s in endpoint.served)
+        result.usage.completion_tokens = sum(s.completion_tokens for s in endpoint.served)
+        finals = [a.get("content") for a in answers if not a.get("tool_calls")]
+        result.final_answer = finals[-1] if finals else None
+        sent = model_requested(runmod.rec.load_events(workdir / "events.jsonl"), endpoint)
+    connection = Connection(
+        None, workdir / "report.json", workdir / "events.jsonl", sent_calls=sent
+    )
+    try:
+        record = runmod._record(
+            cell, spec, patch_text, result, error, connection, workdir, started_at, started,
+            probed,
+        )  # fmt: skip
+        record.transcript = [*record.transcript, *_renumbered(output, len(record.transcript))]
+        if agent.model is None:
+            for row in record.duplicates:  # M2: who asked is unknown without the model's side
+                row.attribution = "unknown"
+                row.reason = (
+                    "the agent's model requests are unknown (it does not use the runner's "
+                    f"model endpoint); {row.reason}"
+                )
+        if record.status == "ok":
+            await runmod._judge_honesty(record, cell, spec, result, None, workdir)
+        return record
+    finally:
+        if keep_dir is not None:
+            import shutil
+
+            shutil.copytree(workdir, keep_dir / cell.run_id, dirs_exist_ok=True)
+        await asyncio.shield(asyncio.to_thread(workdir_ctx.cleanup))
+
+
+def model_requested(events: list[Any], endpoint: ModelEndpoint) -> dict[str, str | None]:
+    """M2 for a command agent: each tools/call the proxy received -> the model's tool call it
+    served, matched by tool and arguments in order; a call beyond the model's requests gets
+    None (no model turn asked for it: the client layer sent it)."""
+    wanted: dict[tuple[str, str], list[str]] = {}
+    for call_id, tool, args in endpoint.tool_calls():
+        key = (tool, value_key(args) if isinstance(args, dict) else "")
+        wanted.setdefault(key, []).append(call_id)
+    sent: dict[str, str | None] = {}
+    for event in events:
+        if isinstance(event, CallReceived) and event.rpc_id is not None:
+            ids = wanted.get((event.tool, value_key(event.arguments)))
+            sent[str(event.rpc_id)] = ids.pop(0) if ids else None
+    return sent
+
+
+def requested_writes(endpoint: ModelEndpoint) -> Counter[str]:
+    """How many tool calls the model asked for, per tool."""
+    return Counter(tool for _, tool, _ in endpoint.tool_calls())
+
+
+@contextlib.asynccontextmanager
+async def _proxy_for(
+    target: ProxyTarget, workdir: Path
+) -> AsyncIterator[tuple[dict[str, Any], dict[str, str]]]:
+    """The mcpServers entry for the proxy and the AGENT_HARNESS_MCP_* variables; over HTTP the
+    proxy runs (the runner's child) until the block ends, then gets SIGTERM and writes its
+    final report."""
+    report, events = workdir / "report.json", workdir / "events.jsonl"
+    config = dataclasses.replace(target.proxy_config(report, events), upstream_env={})
+    async with contextlib.AsyncExitStack() as stack:
+        if target.serve_over_http is not None:
+            url = await stack.enter_async_context(
+                served_over_http(list(target.serve_over_http), workdir / "upstream.stderr")
+            )
+            config = dataclasses.replace(
+                config, upstream_command=None, upstream_args=(), upstream_url=url
+            )
+        if target.agent_over_http:
+            argv = proxy_command(dataclasses.replace(config, listen=("127.0.0.1", 0)))
+            env = {**os.environ, **target.upstream_env}
+            url = await stack.enter_async_context(
+                served_over_http(
+                    argv, workdir / "proxy.stderr", env=env, cwd=workdir, sig=signal.SIGTERM
+                )
+            )
+            yield {"type": "http", "url": url}, {"AGENT_HARNESS_MCP_URL": url}
+        else:
+            argv = proxy_command(config)
+            server = {"command": argv[0], "args": argv[1:], "env": dict(target.upstream_env)}
+            server["cwd"] = str(workdir)
+            yield (
+                server,
+                {
+                    "AGENT_HARNESS_MCP_COMMAND": argv[0],
+                    "AGENT_HARNESS_MCP_ARGS": json.dumps(argv[1:]),
+                },
+            )
+
+
+async def run_agent(
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    agent: AgentSpec,
+    settle: Callable[[], Awaitable[None]] | None = None,
+) -> tuple[int | None, bool, list[TranscriptEntry]]:
+    """Run the command in a process group of its own; (exit code, timed out, its output).
+    After it ended by itself, `settle` waits for what it started to finish (the proxy's final
+    report) before whatever is left of its process group is killed."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    kept = [_Kept(agent.max_output_bytes), _Kept(agent.max_output_bytes)]
+    readers = [
+        asyncio.create_task(kept[0].read(proc.stdout)),
+        asyncio.create_task(kept[1].read(proc.stderr)),
+    ]
+    timed_out = False
+    try:
+        await asyncio.wait_for(_exited(proc), agent.timeout_s)
+        if settle is not None:
+            await settle()
+    except TimeoutError:
+        timed_out = True
+    finally:
+        _kill_group(proc.pid)  # what the agent left running (or all of it, at the limit)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(_exited(proc), PIPE_WAIT_S)
+    for task in readers:
+        # a child in another process group may keep the pipe open: what came so far is kept
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(task, PIPE_WAIT_S)
+    texts = [k.text() for k in kept]
+    # The pipes a left-over child holds are closed on our side (the process has exited).
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
+    entries = [
+        TranscriptEntry(idx=0, role=role, content=text)  # type: ignore[arg-type]
+        for role, text in zip(("stdout", "stderr"), texts, strict=True)
+        if text
+    ]
+    return proc.returncode, timed_out, entries
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> None:
+    """Until the process itself has exited. Not `proc.wait()`: that also waits until its
+    pipes close, which a child it left running (in another process group, such as the proxy a
+    stdio MCP client started) may hold open after the agent ended."""
+    while proc.returncode is None:
+        await asyncio.sleep(0.05)
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+class _Kept:
+    """A stream's first `limit` bytes (the rest read and counted, never kept)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept = bytearray()
+        self.dropped = 0
+
+    async def read(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            room = max(0, self.limit - len(self.kept))
+            self.kept += chunk[:room]
+            self.dropped += len(chunk) - min(room, len(chunk))
+
+    def text(self) -> str:
+        text = self.kept.decode("utf-8", "replace")
+        return text + (f"\n[... {self.dropped:,} more bytes not kept]" if self.dropped else "")
+
+
+async def _report_finished(path: Path, limit_s: float) -> None:
+    """Wait (bounded) until the proxy the agent started has written its final report."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            head = path.read_bytes()[:4096]
+            if _REPORT_DONE.search(head):
+                return
+        await asyncio.sleep(0.05)
+
+
+def _renumbered(entries: list[TranscriptEntry], start: int) -> list[TranscriptEntry]:
+    return [e.model_copy(update={"idx": start + i}) for i, e in enumerate(entries)]
