@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
 from runner.analysis.stats import wilson_interval
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import polars as pl
+if TYPE_CHECKING:  # polars only where an expression is built: `runs-needed` never loads it
+    import polars as pl
 
 # The 97.5 % quantile of the standard normal distribution: a two-sided 95 % interval.
 Z95 = 1.959963984540054
@@ -48,6 +49,8 @@ def wilson_interval(k: int, n: int, z: float = Z95) -> Interval | None:
 
 def wilson_exprs(k: str, n: str, z: float = Z95) -> tuple[pl.Expr, pl.Expr]:
     """The Wilson bounds as polars expressions over count columns k and n (null when n is 0)."""
+    import polars as pl
+
     kk = pl.col(k).cast(pl.Float64)
     nn = pl.col(n).cast(pl.Float64)
     p = kk / nn

@@ -2,10 +2,11 @@
 
 Finished runs are skipped (resume is the default), so a killed sweep completes on the next
 start and no run is done twice. Each finished run is stored the moment it ends, before it
-counts as done: a killed runner loses at most the runs in flight. The writes happen in a
-worker thread, one at a time; runs that finish within a moment of each other, or while a write
-is going on, are stored together in one transaction (group commit), so storing neither stalls
-the runs nor falls behind.
+counts as done: a killed runner loses at most the runs in flight and those not yet reported
+done. The writes happen in a worker thread, one at a time; runs that finish within a second
+of each other (at most 100), or while a write is going on, are stored together in one
+transaction (group commit), written at once when no other run is executing, so storing
+neither stalls the runs nor falls behind.
 
 `auto` patch arms wait for their group: the unpatched runs of the same cell (same model,
 prompt, upstream, scenario, conversation) must all be finished, here or in an earlier sweep;
@@ -29,10 +30,15 @@ from runner.matrix import RunCell
 from runner.records import PatchRow, RunRecord
 from runner.spec import ExperimentSpec
 
-# Measured with bench/runner.py (1,000 in-process runs, 2 cores): 0.25 s gives batches of ~4
-# runs and ~30 % more runs/s than a transaction per run; a killed runner loses only runs that
-# had not been reported as done.
-GROUP_COMMIT_LINGER_S = 0.25
+# Group commit (issue 24): a DuckDB transaction costs ~20 ms of CPU however few rows it holds
+# (~35 ms wall with its fsync), a batch of 10 runs ~2.5 ms per run. The writer collects the
+# runs finishing within GROUP_COMMIT_WINDOW_S, at most GROUP_COMMIT_MAX_RUNS of them, and
+# writes at once when no run is executing (the end of a sweep, a group waiting for its
+# `none` arm, Ctrl-C/SIGTERM) or when the batch holds the last `none` run that an `auto`
+# group waits for, so the window never delays the last runs nor a waiting arm. A run counts as done
+# only after its batch is committed: a killed runner loses only runs not yet reported.
+GROUP_COMMIT_WINDOW_S = 1.0
+GROUP_COMMIT_MAX_RUNS = 100
 SEVERITY_ORDER = {"CRITICAL": 0, "HIGH": 1, "MEDIUM": 2, "LOW": 3}
 
 # Runs one cell once and returns its record: `execute_run` here, or a Ray task elsewhere
@@ -81,29 +87,64 @@ class _GroupCommit:
     """Stores finished runs off the event loop; whatever finished meanwhile goes in one batch.
 
     One writer task drains the queue, one transaction at a time (a DuckDB connection is not
-    for concurrent use), in a worker thread. A transaction costs ~30 ms however few rows it
-    holds, so the writer lingers briefly to collect the runs finishing about together.
-    `save` returns once the record is committed, or raises what the store raised.
+    for concurrent use), in a worker thread. It waits up to `window_s` from the first queued
+    run for more to finish, unless `max_runs` are queued or no run is executing (`running`
+    says how many are; `nudge` tells the writer that it changed). `save` returns once the
+    record is committed, or raises what the store raised.
     """
 
-    def __init__(self, store: Any, linger_s: float = GROUP_COMMIT_LINGER_S) -> None:
+    def __init__(
+        self,
+        store: Any,
+        window_s: float = GROUP_COMMIT_WINDOW_S,
+        max_runs: int = GROUP_COMMIT_MAX_RUNS,
+        running: Callable[[], int] = lambda: 0,
+    ) -> None:
         self._store = store
-        self._linger_s = linger_s
+        self._window_s = window_s
+        self._max_runs = max_runs
+        self._running = running
         self._pending: list[tuple[RunRecord, asyncio.Future[None]]] = []
         self._writer: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._urgent = False  # a queued run releases runs that wait for it
         self.batches: list[int] = []  # sizes of the transactions written (for benchmarks)
 
-    async def save(self, record: RunRecord) -> None:
+    async def save(self, record: RunRecord, urgent: bool = False) -> None:
+        """Store the record in the next batch; `urgent`: others wait for it, write it now."""
         done = asyncio.get_running_loop().create_future()
         self._pending.append((record, done))
+        self._urgent |= urgent
+        self.nudge()
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._drain())
         await done
 
+    def nudge(self) -> None:
+        """Something changed (a run queued, a run stopped executing): the writer looks again."""
+        self._wake.set()
+
+    def _write_now(self) -> bool:
+        return self._urgent or len(self._pending) >= self._max_runs or self._running() == 0
+
+    async def _gather(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._window_s
+        while not self._write_now():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), remaining)
+            except TimeoutError:
+                return
+
     async def _drain(self) -> None:
         while self._pending:
-            await asyncio.sleep(self._linger_s)
-            batch, self._pending = self._pending, []
+            await self._gather()
+            batch, self._pending = self._pending[: self._max_runs], self._pending[self._max_runs :]
+            self._urgent = False
             self.batches.append(len(batch))
             try:
                 await asyncio.to_thread(self._store.save_runs, [r for r, _ in batch])
@@ -117,7 +158,8 @@ class _GroupCommit:
                         waiter.set_result(None)
 
     async def idle(self) -> None:
-        """Wait until no write is in progress (the store is then free for the caller)."""
+        """Wait until every queued run is written (the store is then free for the caller)."""
+        self.nudge()
         while self._writer is not None and not self._writer.done():
             await asyncio.wait({self._writer})
 
@@ -207,9 +249,11 @@ async def run_sweep(
     semaphore = asyncio.Semaphore(concurrency or spec.concurrency)
     caps = ModelCaps(spec.concurrency_per_model)
     budget = spec.limits.budget_usd
-    writer = _GroupCommit(store)
+    executing = 0  # runs inside `execute` now: while none is, the writer need not wait
+    writer = _GroupCommit(store, running=lambda: executing)
 
     async def one(cell: RunCell) -> None:
+        nonlocal executing
         patch_text: str | None = None
         if cell.patch.kind == "auto":
             await ready[cell.group_id].wait()
@@ -227,7 +271,12 @@ async def run_sweep(
                 progress.total -= 1
                 unpatched_done(cell)
                 return
-            record = await execute(cell, spec, patch_text, in_process)
+            executing += 1
+            try:
+                record = await execute(cell, spec, patch_text, in_process)
+            finally:
+                executing -= 1
+                writer.nudge()
             if stop is not None:
                 # Counted before the place is freed: the next run of the cell must see it.
                 stop.add(cell.cell_id, record)
@@ -237,7 +286,8 @@ async def run_sweep(
         else:
             result.cost_usd += record.cost_usd
         result.cost_usd += record.honesty_cost_usd or 0.0
-        await writer.save(record)
+        # The last unpatched run of a group releases its `auto` runs: not kept in the window.
+        await writer.save(record, urgent=waiting.get(cell.group_id) == {cell.run_id})
         result.records.append(record)
         if cell.patch.kind == "none":
             emitted[cell.group_id] += record.patches

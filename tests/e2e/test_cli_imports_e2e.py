@@ -4,8 +4,10 @@ runner starts once per run, loads none of the runner's analysis, store or provid
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("polars", "duckdb", "litellm", "runner.analysis", "runner.store")
 
@@ -22,3 +24,76 @@ def test_the_alpha_floor_in_runs_needed_help_is_the_planners():
     from runner.cli import runs_needed
 
     assert runs_needed.MIN_ALPHA == MIN_ALPHA
+
+
+# Issue 24: a command that calls no model never pays for litellm (~4 s of CPU at import), and
+# the planner loads no table library. Each command runs its real code path in a fresh
+# interpreter (the console script's `main`); what was loaded is read when it exits.
+_LOADED_AT_EXIT = (
+    "import atexit, sys\n"
+    "atexit.register(lambda: print('LOADED', sorted(m for m in {heavy!r} if m in sys.modules), "
+    "file=sys.stderr))\n"
+    "sys.argv = ['agent-harness', *sys.argv[1:]]\n"
+    "from runner.cli import main\n"
+    "main()\n"
+)
+MODEL_LIBRARIES = ("litellm", "openai")
+TABLE_LIBRARIES = ("polars", "duckdb", "pyarrow", "scipy", "jinja2")
+
+
+def _loaded_by(args: list[str], heavy: tuple[str, ...], cwd: Path, stdin: bytes = b"") -> list[str]:
+    code = _LOADED_AT_EXIT.format(heavy=heavy)
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        input=stdin,
+        capture_output=True,
+        cwd=cwd,
+        timeout=180,
+    )
+    err = done.stderr.decode(errors="replace")
+    line = next((x for x in err.splitlines() if x.startswith("LOADED ")), None)
+    assert line is not None, f"{args}: exit {done.returncode}: {err[-2000:]}"
+    return ast.literal_eval(line[len("LOADED ") :])
+
+
+def test_commands_that_call_no_model_never_import_litellm(tmp_path: Path):
+    from tests.support.proxyproc import SERVER
+    from tests.support.storekit import make_store
+
+    a = make_store(tmp_path / "a.duckdb", ["r1", "r2"])
+    b = make_store(tmp_path / "b.duckdb", ["r3"])
+    events = Path(__file__).resolve().parent.parent / "unit/data/f1-ghost-write.v1.events.jsonl"
+    initialize = (
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+        b'"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+    )
+    proxy = [
+        "proxy",
+        "--upstream-command",
+        sys.executable,
+        "--upstream-arg",
+        str(SERVER),
+        "--upstream-arg=--ground-truth",
+        "--upstream-arg",
+        str(tmp_path / "truth.jsonl"),
+    ]
+    commands = {
+        "report": ["report", "--db", str(a), "--out", str(tmp_path / "report.html")],
+        "merge": ["merge", "--out", str(tmp_path / "merged.duckdb"), str(a), str(b)],
+        "judge": ["judge", str(events)],
+        "runs-needed": ["runs-needed", "--baseline", "0.6", "--target", "0.1"],
+    }
+    for name, args in commands.items():
+        assert _loaded_by(args, MODEL_LIBRARIES, tmp_path) == [], name
+    assert _loaded_by(proxy, MODEL_LIBRARIES, tmp_path, stdin=initialize) == [], "proxy"
+    assert (tmp_path / "report.html").stat().st_size > 0
+    assert (tmp_path / "merged.duckdb").exists()
+
+
+def test_the_planner_and_the_proxy_load_no_table_library(tmp_path: Path):
+    from tests.support.proxyproc import SERVER
+
+    planner = ["runs-needed", "--baseline", "0.6", "--target", "0.1"]
+    assert _loaded_by(planner, TABLE_LIBRARIES, tmp_path) == []
+    proxy = ["proxy", "--upstream-command", sys.executable, "--upstream-arg", str(SERVER)]
+    assert _loaded_by(proxy, TABLE_LIBRARIES, tmp_path) == []
