@@ -51,8 +51,10 @@ def _fail_reason(judge: Judge) -> str:
     if first["code"] == "DUPLICATE_EXECUTION":
         dup = first["duplicate"]
         # E9: in the words the runner's attribution uses too; E8: F1's timeout, F6's cut stream
-        fault = (first.get("fault") or "F1") if dup["afterTimeout"] else None
-        facts = RepeatFacts(dup["parallel"], fault)
+        # (derive sets "fault" whenever the repeat followed an injected one; afterTimeout
+        # without it is E5's late or undelivered answer)
+        fault = first.get("fault")
+        facts = RepeatFacts(dup["parallel"], fault, after_unseen=dup["afterTimeout"] and not fault)
         sentence = f"{name} was executed {first['executions']} times{how(facts)}"
     else:
         wait = first["retryAfter"]

@@ -157,17 +157,13 @@ class Session:
         `task`: the result of a task-augmented call (X12), whose answer was a task; a hold
         does not apply to it and stays armed.
         """
-        result_type = result.get("resultType")
         fault = ticket.fault
-        if result_type == INPUT_REQUIRED:
-            self.recorder.upstream(ticket.seq, "input_required")
+        status, is_error, error = _result_status(result)
+        if status != "result":
+            self.recorder.upstream(ticket.seq, status, error=error)
             if fault is not None and fault.after_execution:
                 self.plan.upstream_answered(ticket.seq, executed=False)
             return None
-        if result_type not in (None, COMPLETE):
-            self.upstream_failed(ticket, "error", error={"resultType": result_type})
-            return None
-        is_error = result.get("isError") is True
         self.recorder.upstream(ticket.seq, "result", is_error=is_error, result=result)
         if fault is not None and fault.after_execution:
             executed = not is_error and not (task and fault.hold_ms())
@@ -186,13 +182,14 @@ class Session:
     def late_answer(self, ticket: Ticket, result: Any = None, error: Any = None) -> None:
         """E5: the upstream answered after the proxy stopped waiting (--upstream-timeout): a
         result makes the attempt executed (or rejected), whatever the agent was told."""
-        if isinstance(result, Mapping) and result.get("resultType") in (None, COMPLETE):
-            is_error = result.get("isError") is True
-            self.recorder.upstream(
-                ticket.seq, "result", is_error=is_error, result=result, late=True
-            )
-        else:
+        if not isinstance(result, Mapping):
             self.recorder.upstream(ticket.seq, "error", error=error, late=True)
+            return
+        status, is_error, error = _result_status(result)
+        self.recorder.upstream(
+            ticket.seq, status, is_error=is_error, result=result if status == "result" else None,
+            error=error, late=True,
+        )  # fmt: skip
 
     def not_delivered(self, seq: int, reason: str) -> None:
         """E5: the answer to call `seq` (already recorded as sent) never reached the agent."""
@@ -279,3 +276,15 @@ class EventList:
 
 
 __all__ = ["EventList", "Session", "Ticket", "UpstreamStatus"]
+
+
+def _result_status(result: Mapping[str, Any]) -> tuple[UpstreamStatus, bool, Any]:
+    """(status, isError, error) of an upstream's result, on time or late (E5): a 2026-07-28
+    `InputRequiredResult` did not execute (X11); another unknown `resultType` says nothing
+    about execution (A1)."""
+    result_type = result.get("resultType")
+    if result_type == INPUT_REQUIRED:
+        return "input_required", False, None
+    if result_type not in (None, COMPLETE):
+        return "error", False, {"resultType": result_type}
+    return "result", result.get("isError") is True, None

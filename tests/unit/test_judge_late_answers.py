@@ -96,6 +96,11 @@ def test_e5_an_undelivered_success_then_a_rebooking_is_a_duplicate_after_no_answ
     (violation,) = out["report"]["violations"]
     assert violation["duplicate"]["afterTimeout"] is True  # not "after a success"
     assert violation["duplicate"]["parallel"] is False
+    assert "fault" not in violation  # none was injected
+    assert out["report"]["verdictReason"].startswith(  # E9: the words of repeats.how
+        "create_booking (operation #0) was executed 2 times after a timeout or an answer that "
+        "never reached the agent"
+    )
     assert out["patches"] == ["GHOST_WRITE"]  # never "do not repeat a write that succeeded"
     kinds = [e.type for e in log.events]
     assert kinds.index("answer_undelivered") == kinds.index("answer_sent") + 1
@@ -140,3 +145,25 @@ def test_e5_the_new_events_round_trip_and_the_report_model_reads_the_new_fields(
     assert model.report is not None
     assert model.report.operations[0].late_answers == 1
     assert model.report.operations[0].undelivered_answers is None
+
+
+def test_e5_x11_a_late_input_required_answer_is_no_execution():  # E5 X11
+    # Was EXECUTION_UNKNOWN: the late answer was recorded as an error; on time it is
+    # input_required, and so it is late: the call did not run, the re-issued one is the run.
+    s, log = session()
+    first = timed_out(s)
+    s.late_answer(first, result={"resultType": "input_required", "inputRequests": {}})
+    [late] = [e for e in log.events if isinstance(e, UpstreamAnswered) and e.late]
+    assert (late.status, late.error) == ("input_required", None)
+    succeeded(s)
+    (op,) = judged(s)["report"]["operations"]
+    assert (op["outcome"], op["executions"], op["lateAnswers"]) == ("EXECUTED_ONCE", 1, 1)
+
+
+def test_e5_a_late_answer_of_an_unknown_result_type_says_nothing_about_execution():  # E5 A1
+    s, log = session()
+    first = timed_out(s)
+    s.late_answer(first, result={"resultType": "from_the_future"})
+    [late] = [e for e in log.events if isinstance(e, UpstreamAnswered) and e.late]
+    assert (late.status, late.error) == ("error", {"resultType": "from_the_future"})
+    assert judged(s)["report"]["operations"][0]["outcome"] == "EXECUTION_UNKNOWN"
