@@ -255,8 +255,7 @@ class CallHandling:
         key = id_key(rpc_id)
         if key in self._cancelled:
             return False
-        if ticket.fault is None:  # only a fault holds an answer (`ticket.hold_ms`)
-            return True
+        assert ticket.fault is not None  # only a fault sets `ticket.hold_ms`
         cancelled = self._holding[key] = asyncio.Event()
         try:
             return await ticket.fault.hold(cancelled)
@@ -309,16 +308,15 @@ class CallHandling:
     async def _deliver_answer(self: Proxy, reply: Reply, line: bytes, seqs: list[int]) -> None:
         """`reply(line)`; an HTTP agent's transport settles the line's receipt when it knows
         whether the answer reached the agent, a stdio agent's write either works or raises."""
-        receipt = self._receipt(seqs) if seqs else None
-        if receipt is not None and getattr(self.client_out, "settles_receipts", False):
-            line = with_receipt(line, receipt)
-            receipt = None
+        settles = getattr(self.client_out, "settles_receipts", False)
+        if seqs and settles:
+            line = with_receipt(line, self._receipt(seqs))
         try:
             await reply(line)
         except StreamClosed:
             settle(line, CLOSED)
-            if receipt is not None:
-                receipt(CLOSED)
+            if seqs and not settles:  # built only when an answer was lost
+                self._receipt(seqs)(CLOSED)
             raise
 
     def _receipt(self: Proxy, seqs: list[int]) -> Callable[[str | None], None]:
