@@ -43,7 +43,6 @@ class ModelEndpoint:
     base_url: str
     model: str
     served: list[Served] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
 
     def conversation(self) -> list[dict[str, Any]]:
         """The run's messages as the model saw them, in order: the user's and tool messages
@@ -117,7 +116,6 @@ async def serve_model(
             response = await litellm.acompletion(model=model.name, messages=messages, **params)
         except Exception as exc:  # the agent sees a provider error, the run goes on
             text = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
-            endpoint.errors.append(text)
             return _error(web, 502, text)
         data = response.model_dump()
         answer = data["choices"][0]["message"]

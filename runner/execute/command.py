@@ -25,7 +25,6 @@ import re
 import signal
 import tempfile
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -203,11 +202,6 @@ def model_requested(events: list[Any], endpoint: ModelEndpoint) -> dict[str, str
             ids = wanted.get((event.tool, value_key(event.arguments)))
             sent[str(event.rpc_id)] = ids.pop(0) if ids else None
     return sent
-
-
-def requested_writes(endpoint: ModelEndpoint) -> Counter[str]:
-    """How many tool calls the model asked for, per tool."""
-    return Counter(tool for _, tool, _ in endpoint.tool_calls())
 
 
 @contextlib.asynccontextmanager

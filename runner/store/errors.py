@@ -15,3 +15,9 @@ class StoreOpenError(StoreError):
 
 class SchemaVersionError(StoreError):
     """The database's schema does not match what this version of the code knows."""
+
+
+def first_line(err: BaseException) -> str:
+    """The first line of an error's message (DuckDB's run to several), or its type's name."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

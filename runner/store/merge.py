@@ -28,7 +28,7 @@ import duckdb
 import pyarrow as pa
 
 from runner.store import migrations, opening
-from runner.store.errors import StoreError
+from runner.store.errors import StoreError, first_line
 from runner.store.store import Store
 
 
@@ -143,7 +143,7 @@ def _merge(store: Store, inputs: Sequence[Path], out: str) -> MergeResult:
         con.commit()
     except duckdb.Error as err:
         _rollback(con)
-        raise StoreError(f"cannot merge into {out}: {_first_line(err)}") from err
+        raise StoreError(f"cannot merge into {out}: {first_line(err)}") from err
     except BaseException:
         _rollback(con)
         raise
@@ -153,10 +153,6 @@ def _merge(store: Store, inputs: Sequence[Path], out: str) -> MergeResult:
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
     with contextlib.suppress(duckdb.Error):
         con.rollback()
-
-
-def _first_line(err: BaseException) -> str:
-    return (str(err).strip().splitlines() or [type(err).__name__])[0]
 
 
 def _copy(store: Store, source: Store, per_run: list[str], others: list[str]) -> tuple[int, int]:

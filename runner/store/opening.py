@@ -37,7 +37,7 @@ from harness.base.errors import InputFileError, OutputFileError
 from harness.base.infile import open_input
 from harness.base.outfile import kind_of, resolve
 from runner.store import migrations, schema
-from runner.store.errors import StoreOpenError
+from runner.store.errors import StoreOpenError, first_line
 
 # Every connection to a store file: set when the database starts, then locked, so no SQL
 # (a view, a macro, a statement in this code) can turn them back on.
@@ -57,11 +57,6 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _EXTENSION_PREFIX = re.compile(r"[A-Za-z0-9_]{2,}:")
 
 Cleanup = Callable[[], None]
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
 
 
 def name_problem(path: str | os.PathLike[str]) -> str | None:
@@ -136,7 +131,7 @@ def _connect(path: Path, shown: Path, read_only: bool) -> duckdb.DuckDBPyConnect
             raise StoreOpenError(
                 f"run store {shown} is in use by another process (DuckDB allows one writer)"
             ) from err
-        raise StoreOpenError(f"cannot open run store {shown}: {_first_line(err)}") from err
+        raise StoreOpenError(f"cannot open run store {shown}: {first_line(err)}") from err
 
 
 # -- what a store may hold ------------------------------------------------------------------
@@ -256,7 +251,7 @@ def _vetted(con: duckdb.DuckDBPyConnection, shown: str) -> dict[int, str]:
     try:
         done = vet(con, shown)
     except duckdb.Error as err:
-        raise StoreOpenError(f"cannot read run store {shown}: {_first_line(err)}") from err
+        raise StoreOpenError(f"cannot read run store {shown}: {first_line(err)}") from err
     if done is None:
         raise StoreOpenError(f"{shown} is not an agent-harness run store (it holds no tables)")
     if not done:
@@ -290,7 +285,7 @@ def _upgraded_copy(path: Path) -> tuple[duckdb.DuckDBPyConnection, Cleanup]:
         raise StoreOpenError(f"cannot copy run store {path} to upgrade it: {err}") from err
     except duckdb.Error as err:
         cleanup()
-        raise StoreOpenError(f"cannot read run store {path}: {_first_line(err)}") from err
+        raise StoreOpenError(f"cannot read run store {path}: {first_line(err)}") from err
     except BaseException:
         cleanup()
         raise
@@ -308,7 +303,7 @@ def vet_file(path: Path) -> dict[int, str] | None:
     try:
         return vet(look, str(path))
     except duckdb.Error as err:
-        raise StoreOpenError(f"cannot read run store {path}: {_first_line(err)}") from err
+        raise StoreOpenError(f"cannot read run store {path}: {first_line(err)}") from err
     finally:
         look.close()
 
@@ -337,7 +332,7 @@ def open_to_write(path: Path, *, upgrade: bool = True) -> duckdb.DuckDBPyConnect
         check_shape(con, str(path))
     except duckdb.Error as err:
         con.close()
-        raise StoreOpenError(f"cannot read run store {path}: {_first_line(err)}") from err
+        raise StoreOpenError(f"cannot read run store {path}: {first_line(err)}") from err
     except BaseException:
         con.close()
         raise

@@ -16,7 +16,7 @@ import pyarrow as pa
 from runner.records import RunRecord
 from runner.redact import Redactor
 from runner.store import migrations, opening, schema
-from runner.store.errors import StoreError
+from runner.store.errors import StoreError, first_line
 from runner.store.rows import child_tables, runs_table, utc_naive
 
 DEFAULT_PATH = Path("reports/runs.duckdb")
@@ -24,11 +24,6 @@ DEFAULT_PATH = Path("reports/runs.duckdb")
 CHILD_TABLES = tuple(child.name for child in schema.CHILD_TABLES)
 
 Experiments = str | Sequence[str] | None
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
 
 
 def _experiment_filter(experiment: Experiments, column: str = "experiment") -> tuple[str, list]:
@@ -159,7 +154,7 @@ class Store:
                 [name, None if spec_path is None else str(spec_path), spec_text, moment, moment],
             )
         except duckdb.Error as err:
-            raise StoreError(f"cannot save experiment {name!r}: {_first_line(err)}") from err
+            raise StoreError(f"cannot save experiment {name!r}: {first_line(err)}") from err
 
     def save_run(self, record: RunRecord) -> None:
         """Store one finished run in one transaction, replacing a stored run with its id."""
@@ -197,7 +192,7 @@ class Store:
             con.commit()
         except duckdb.Error as err:
             con.rollback()
-            raise StoreError(f"cannot save runs to {self.path}: {_first_line(err)}") from err
+            raise StoreError(f"cannot save runs to {self.path}: {first_line(err)}") from err
         except BaseException:
             # BaseException on purpose: after a KeyboardInterrupt mid-batch no open transaction
             # may remain for a later commit to half-apply.
