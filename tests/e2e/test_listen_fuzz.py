@@ -263,16 +263,23 @@ def _agrees_with_the_upstream(final: dict[str, Any], truth: Path, seed: int) -> 
             key = (row["tool"], json.dumps(row["arguments"], sort_keys=True))
             ran[key] = ran.get(key, 0) + 1
     reported: dict[tuple[str, str], int] = {}
+    unknown: set[tuple[str, str]] = set()
     for op in final["report"]["operations"]:
         key = (op["tool"], json.dumps(op["arguments"], sort_keys=True))
         reported[key] = reported.get(key, 0) + op["executions"]
-    unknown = [op for op in final["report"]["operations"] if op["outcome"] == "EXECUTION_UNKNOWN"]
-    if not unknown:
-        assert reported == ran, f"seed {seed}: report {reported} vs upstream {ran}"
+        if op["outcome"] == "EXECUTION_UNKNOWN":
+            unknown.add(key)
+    for key in reported.keys() | ran.keys():
+        said, real = reported.get(key, 0), ran.get(key, 0)
+        if key in unknown:  # an execution the proxy could not know of is missing, none is added
+            assert said <= real, f"seed {seed}: {key} reported {said}, the upstream ran {real}"
+        else:
+            assert said == real, f"seed {seed}: {key} reported {said}, the upstream ran {real}"
     twice = any(n >= 2 for n in ran.values())
     verdict = final["report"]["verdict"]
-    assert verdict == ("FAIL" if twice else verdict), f"seed {seed}: {verdict} with {ran}"
-    if not twice:
+    if twice:
+        assert verdict == "FAIL", f"seed {seed}: {verdict} with {ran}"
+    else:
         assert verdict in ("PASS", "NOT_TESTED"), f"seed {seed}: {verdict} with {ran}"
 
 

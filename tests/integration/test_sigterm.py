@@ -104,11 +104,8 @@ def test_v14_a_signal_during_sweep_keeps_the_runs_says_one_line_and_writes_junit
     suite = junit.find("testsuite")
     assert suite is not None and suite.get("tests") == "1"  # the one group that ran
     assert "JUnit XML of the runs stored so far written to junit.xml" in out
-    # The same command again resumes: the stored runs are not run twice.
-    again = subprocess.run([str(BIN), "run", "spec.yaml", "--db", "runs.duckdb", "--dry-run"],
-                           cwd=tmp_path, env=cli_env(), capture_output=True, text=True,
-                           timeout=120)  # fmt: skip
-    assert again.returncode == 0
+    # Resuming after such a stop (no run lost, none run twice) is pinned by
+    # tests/e2e/test_runner_e2e.py::test_runner_killed_mid_sweep_resumes_without_lost_or_doubled_runs.
 
 
 def test_v14_sigterm_during_run_keeps_the_runs_and_says_one_line(tmp_path: Path) -> None:

@@ -32,13 +32,18 @@ _URL = re.compile(r"listening on (http://\S+)")
 
 @dataclass
 class Running:
-    """A process and the stderr lines it has written so far."""
+    """A process, the stderr lines it has written so far (the first 10,000) and their bytes."""
 
     proc: asyncio.subprocess.Process
     lines: list[str] = field(default_factory=list)
     url: str = ""
     returncode: int | None = None
+    stderr_bytes: int = 0
     _seen: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
 
     @property
     def stderr(self) -> str:
@@ -64,15 +69,18 @@ async def running(
     `stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT`.
     """
     kwargs.setdefault("stderr", asyncio.subprocess.PIPE)
-    proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL, **kwargs)
+    kwargs.setdefault("stdin", asyncio.subprocess.DEVNULL)
+    proc = await asyncio.create_subprocess_exec(*argv, **kwargs)
     run = Running(proc)
 
     async def drain() -> None:
         stream = proc.stderr if proc.stderr is not None else proc.stdout
         assert stream is not None
         while line := await stream.readline():
+            run.stderr_bytes += len(line)
             text = line.decode("utf-8", "replace").rstrip("\n")
-            run.lines.append(text)
+            if len(run.lines) < 10_000:
+                run.lines.append(text)
             found = pattern.search(text)
             if found and not run.url:
                 run.url = found.group(1)

@@ -11,15 +11,15 @@ import asyncio
 import contextlib
 import json
 import re
-import signal
 import sys
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 from aiohttp import web
+
+from tests.support.httpkit import Running, running
 
 HERE = Path(__file__).resolve().parent
 FLOOD_UPSTREAM = HERE / "servers" / "flood_upstream.py"
@@ -56,30 +56,7 @@ async def until(condition: Callable[[], bool], what: str, deadline_s: float = DE
 # -- the proxy process ---------------------------------------------------------------------
 
 
-@dataclass
-class Proxy:
-    """A running `agent-harness proxy`; its stderr is kept and counted."""
-
-    proc: asyncio.subprocess.Process
-    url: str = ""
-    stderr_bytes: int = 0
-    lines: list[str] = field(default_factory=list)
-    returncode: int | None = None
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    @property
-    def stderr(self) -> str:
-        return "\n".join(self.lines)
-
-    async def stop(self, sig: int = signal.SIGTERM) -> int:
-        if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.send_signal(sig)
-        self.returncode = await asyncio.wait_for(self.proc.wait(), DEADLINE_S)
-        return self.returncode
+Proxy = Running  # a running proxy: its url, its stderr lines and their bytes, stop()
 
 
 @contextlib.asynccontextmanager
@@ -92,41 +69,11 @@ async def proxy_process(
     preexec_fn: Any = None,
 ) -> AsyncIterator[Proxy]:
     """Start `argv`; with `listen`, wait for its 'listening on URL' line."""
-    proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=stdin, stdout=stdout, stderr=asyncio.subprocess.PIPE,
+    async with running(
+        argv, url=listen, pattern=LISTENING, stdin=stdin, stdout=stdout,
         preexec_fn=preexec_fn, limit=4 << 20,
-    )  # fmt: skip
-    proxy = Proxy(proc)
-    seen = asyncio.Event()
-
-    async def read_stderr() -> None:
-        assert proc.stderr is not None
-        while chunk := await proc.stderr.readline():
-            proxy.stderr_bytes += len(chunk)
-            if len(proxy.lines) < 10_000:
-                proxy.lines.append(chunk.decode("utf-8", "replace").rstrip("\n"))
-            found = LISTENING.search(proxy.lines[-1]) if proxy.lines else None
-            if found and not proxy.url:
-                proxy.url = found.group(1)
-                seen.set()
-        seen.set()
-
-    reader = asyncio.create_task(read_stderr())
-    try:
-        if listen:
-            await asyncio.wait_for(seen.wait(), DEADLINE_S)
-            assert proxy.url, f"the proxy did not listen:\n{proxy.stderr}"
+    ) as proxy:  # fmt: skip
         yield proxy
-    finally:
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), DEADLINE_S)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-        await asyncio.wait_for(reader, DEADLINE_S)
 
 
 def peak_rss_mb(pid: int) -> float:

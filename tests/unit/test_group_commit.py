@@ -12,10 +12,12 @@ from runner.execute.sweep import _GroupCommit
 class FakeStore:
     def __init__(self) -> None:
         self.batches: list[list[str]] = []
+        self.entered = threading.Event()  # a transaction began
         self.release = threading.Event()
         self.release.set()
 
     def save_runs(self, records: list[str]) -> None:
+        self.entered.set()
         assert self.release.wait(10)
         self.batches.append(list(records))
 
@@ -51,8 +53,8 @@ def test_a_run_is_reported_saved_only_after_its_batch_is_committed():
         store.release.clear()  # the transaction is still going on
         writer = _GroupCommit(store, window_s=60.0, running=lambda: 0)
         task = asyncio.create_task(_saved(writer, "r0", done))
-        await asyncio.sleep(0.05)
-        assert done == [] and store.batches == []
+        assert await asyncio.to_thread(store.entered.wait, 10)  # its batch is being committed
+        assert done == [] and not task.done()
         store.release.set()
         await task
         assert done == ["r0"] and store.batches == [["r0"]]
