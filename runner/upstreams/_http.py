@@ -28,6 +28,8 @@ def serve_http(kind: str, db_path: str | Path, host: str, port: int) -> None:
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    sock.listen(128)  # before the line: a client that reads it may connect at once (uvicorn
+    # would listen only after its own start-up, which is slow on a loaded machine)
     shown = f"[{host}]" if ":" in host else host
     print(f"listening on http://{shown}:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)
     try:
