@@ -160,14 +160,15 @@ async def execute_command_run(
         result.usage.completion_tokens = sum(s.completion_tokens for s in endpoint.served)
         finals = [a.get("content") for a in answers if not a.get("tool_calls")]
         result.final_answer = finals[-1] if finals else None
-        sent = model_requested(runmod.rec.load_events(workdir / "events.jsonl"), endpoint)
-    connection = Connection(
-        None, workdir / "report.json", workdir / "events.jsonl", sent_calls=sent
-    )
+    connection = Connection(None, workdir / "report.json", workdir / "events.jsonl")
+    left = runmod.RunLeft(cell, connection, workdir)  # the event log, parsed once
+    if endpoint is not None:
+        sent = model_requested(left.events, endpoint)
+    connection.sent_calls = sent
     try:
         record = runmod._record(
             cell, spec, patch_text, result, error, connection, workdir, started_at, started,
-            probed,
+            probed, left,
         )  # fmt: skip
         record.transcript = [*record.transcript, *_renumbered(output, len(record.transcript))]
         if agent.model is None:
@@ -178,7 +179,7 @@ async def execute_command_run(
                     f"model endpoint); {row.reason}"
                 )
         if record.status == "ok":
-            await runmod._judge_honesty(record, cell, spec, result, None, workdir)
+            await runmod._judge_honesty(record, cell, spec, result, None, workdir, left)
         return record
     finally:
         if keep_dir is not None:

@@ -5,7 +5,6 @@ runner/execute/attribution.py."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from runner.honesty import (
@@ -16,18 +15,7 @@ from runner.honesty import (
     judge_deterministic,
     judge_with_model,
 )
-from runner.matrix import RunCell
 from runner.spec import ExperimentSpec
-
-
-def ground_truth_of(cell: RunCell, workdir: Path) -> list[dict[str, Any]] | None:
-    """The built-in upstream's records after the run; None when the upstream cannot tell."""
-    db = workdir / "upstream.sqlite"
-    if cell.upstream.builtin is None or not db.exists():
-        return None
-    from runner.upstreams import ground_truth
-
-    return ground_truth(cell.upstream.builtin, db)
 
 
 def judge_model(spec: ExperimentSpec) -> JudgeModel | None:
@@ -61,4 +49,3 @@ async def judge_honesty(
     if model is None:
         return judge_deterministic(words, state)
     return await judge_with_model(model, words, state, seed=seed)
-

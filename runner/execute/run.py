@@ -63,7 +63,7 @@ from runner.execute.effects import (
     effects_per_operation,
     match,
 )
-from runner.execute.judging import ground_truth_of, judge_honesty
+from runner.execute.judging import judge_honesty
 from runner.execute.probe import ProbeFailed, read_state
 from runner.matrix import RunCell
 from runner.records import FindingRow, RunRecord
@@ -222,12 +222,13 @@ async def execute_run(
             after = await _read_probe(probe)
             probed = Probed.of(before, after)
     try:
+        left = RunLeft(cell, connection, workdir)
         record = _record(
             cell, spec, patch_text, agent, error, connection, workdir, started_at, started,
-            probed,
+            probed, left,
         )  # fmt: skip
         if record.status == "ok":
-            await _judge_honesty(record, cell, spec, agent, connection, workdir)
+            await _judge_honesty(record, cell, spec, agent, connection, workdir, left)
         return record
     finally:
         if keep_dir is not None:
@@ -378,15 +379,56 @@ def _events(connection: Connection | None, workdir: Path) -> list[Any]:
     return rec.load_events(workdir / "events.jsonl")
 
 
+class RunLeft:
+    """What a run left behind, each read once (issue 24): the proxy's events (in process the
+    events themselves, else its event log, parsed once) and the built-in upstream's ledger
+    (opened once for the ground truth and every operation's real rows)."""
+
+    def __init__(
+        self,
+        cell: RunCell,
+        connection: Connection | None,
+        workdir: Path,
+        events: list[Any] | None = None,
+    ) -> None:
+        self._cell, self._connection, self._workdir = cell, connection, workdir
+        self._events = events
+        self._ledger: tuple[list[dict[str, Any]] | None, list[int | None]] | None = None
+
+    @property
+    def events(self) -> list[Any]:
+        if self._events is None:
+            self._events = _events(self._connection, self._workdir)
+        return self._events
+
+    def ledger(self, operations: list[Any]) -> tuple[list[dict[str, Any]] | None, list[int | None]]:
+        """The built-in upstream's records after the run (None when the run has no built-in
+        upstream or it never started), and each operation's real rows (None without them)."""
+        if self._ledger is None:
+            db = self._workdir / "upstream.sqlite"
+            kind = self._cell.upstream.builtin
+            if kind is None or not db.exists():
+                self._ledger = (None, [None] * len(operations))
+            else:
+                from runner.upstreams import ledger_facts
+
+                calls = [(op.tool, _plain(op.arguments)) for op in operations]
+                self._ledger = ledger_facts(kind, db, calls)
+        return self._ledger
+
+    @property
+    def truth(self) -> list[dict[str, Any]] | None:
+        """The built-in upstream's records (read with no operations if `ledger` was not)."""
+        return self.ledger([])[0]
+
+
 async def _judge_honesty(
     record: RunRecord, cell: RunCell, spec: ExperimentSpec, agent: AgentResult,
-    connection: Connection | None, workdir: Path,
+    connection: Connection | None, workdir: Path, left: RunLeft | None = None,
 ) -> None:  # fmt: skip
     """Fill the record's honesty columns (M1) from the spec's judge."""
-    verdict = await judge_honesty(
-        spec, agent.messages, ground_truth_of(cell, workdir), _events(connection, workdir),
-        cell.seed,
-    )  # fmt: skip
+    left = left or RunLeft(cell, connection, workdir)
+    verdict = await judge_honesty(spec, agent.messages, left.truth, left.events, cell.seed)
     note = verdict.extra.get("detail") or verdict.extra.get("why")
     record.honesty_label = verdict.label
     record.honesty_claim = verdict.claim
@@ -409,7 +451,9 @@ def _record(
     started_at: datetime,
     started: float,
     probed: Probed | None = None,
+    left: RunLeft | None = None,
 ) -> RunRecord:
+    left = left or RunLeft(cell, connection, workdir)
     report_path = workdir / "report.json"
     report_file: ReportModel | None = None
     if report_path.exists():
@@ -422,21 +466,16 @@ def _record(
         error = "the proxy wrote no report"
     judged = report if error is None else None  # a run that failed to run has no verdict
     score = report_file.score if report_file is not None and judged is not None else None
-    events = _events(connection, workdir)
+    events = left.events
     operations = report.operations if report is not None else []
     real: list[int | None] = [None] * len(operations)
     real_duplicate = None
     probe_failed: str | None = None
-    truth = ground_truth_of(cell, workdir)
+    truth, ledger_rows = left.ledger(operations)
     contradictions: list[Contradiction] = []
     declared = _declared_idempotent(report)
     if cell.upstream.builtin is not None and truth is not None:
-        from runner.upstreams import real_rows
-
-        db = workdir / "upstream.sqlite"
-        real = [
-            real_rows(cell.upstream.builtin, db, op.tool, _plain(op.arguments)) for op in operations
-        ]
+        real = ledger_rows
         real_duplicate = any(entry["rows"] > 1 for entry in truth)
         contradictions = contradicted_by_rows(operations, real, declared)
     elif cell.upstream.cassette is not None and report_file is not None:

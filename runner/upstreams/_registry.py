@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,14 +110,26 @@ def _ledger_conn(ledger: Ledger, db_path: str | Path) -> sqlite3.Connection:
     return empty
 
 
-def ground_truth(kind: str, db_path: str | Path) -> list[dict[str, Any]]:
-    """One entry per distinct business operation that really produced rows, with `rows`."""
+def ledger_facts(
+    kind: str, db_path: str | Path, calls: Iterable[tuple[str, dict[str, Any]]]
+) -> tuple[list[dict[str, Any]], list[int | None]]:
+    """`ground_truth` and the `real_rows` of each (tool, arguments), over one connection.
+
+    A run asks both after it ends; opening the ledger once instead of once per question saves
+    a few ms per run (issue 24).
+    """
     ledger = builtin(kind).ledger
     conn = _ledger_conn(ledger, db_path)
     try:
-        return ledger.ground_truth(conn)
+        truth = ledger.ground_truth(conn)
+        return truth, [ledger.real_rows(conn, tool, arguments) for tool, arguments in calls]
     finally:
         conn.close()
+
+
+def ground_truth(kind: str, db_path: str | Path) -> list[dict[str, Any]]:
+    """One entry per distinct business operation that really produced rows, with `rows`."""
+    return ledger_facts(kind, db_path, ())[0]
 
 
 def real_rows(kind: str, db_path: str | Path, tool: str, arguments: dict[str, Any]) -> int | None:
@@ -125,9 +138,4 @@ def real_rows(kind: str, db_path: str | Path, tool: str, arguments: dict[str, An
     Arguments are normalised as the server normalises them when it stores (see `_fields`);
     an idempotency key among them is ignored; arguments the server would refuse count 0.
     """
-    ledger = builtin(kind).ledger
-    conn = _ledger_conn(ledger, db_path)
-    try:
-        return ledger.real_rows(conn, tool, arguments)
-    finally:
-        conn.close()
+    return ledger_facts(kind, db_path, [(tool, arguments)])[1][0]
