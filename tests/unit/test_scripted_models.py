@@ -554,6 +554,20 @@ async def test_usage_tokens_are_non_zero_and_the_cost_is_zero() -> None:  # R5
     assert litellm.completion_cost(reply.response) == 0.0
 
 
+async def test_r5_stated_cost_is_the_cost_map_prices_times_the_tokens(monkeypatch) -> None:
+    # issue 24: the scripted model states its cost so litellm need not price each call; the
+    # stated figure is the registered per-token prices times the tokens, also when not 0
+    # (litellm's own completion_cost keeps a model's first prices, so it is not compared).
+    entry = {**litellm.model_cost["scripted/careful"], "input_cost_per_token": 2e-6,
+             "output_cost_per_token": 5e-6}  # fmt: skip
+    monkeypatch.setitem(litellm.model_cost, "scripted/careful", entry)
+    reply = await Chat("careful", BOOKING).next()
+    stated = reply.response._hidden_params["response_cost"]
+    usage = reply.response.usage
+    assert stated == pytest.approx(usage.prompt_tokens * 2e-6 + usage.completion_tokens * 5e-6)
+    assert stated > 0
+
+
 async def test_history_holding_litellm_message_objects_is_understood() -> None:
     chat = Chat("naive", BOOKING)
     reply = await chat.next()
