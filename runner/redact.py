@@ -36,7 +36,6 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import pyarrow as pa
 import yaml
 from pydantic import BaseModel
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -101,66 +100,16 @@ class Redactor(TextRedactor):
     def record(self, record: RunRecord) -> RunRecord:
         """The run record as it may be stored."""
         updated = _scrubbed(record, self._text_once)
-        clean = self._params_clean(record.model_params_json)
-        if clean != record.model_params_json:
-            updated = updated.model_copy(update={"model_params_json": clean})
-        return updated
-
-    def _params_clean(self, params_json: str) -> str:
-        """Model parameters' JSON with secret-named entries redacted, remembered per value."""
-        clean = self._params_json.get(params_json)
+        clean = self._params_json.get(record.model_params_json)
         if clean is None:
-            params = json.loads(params_json or "{}")
+            params = json.loads(record.model_params_json or "{}")
             clean = json.dumps(self.params(params), sort_keys=True, default=str)
             if len(self._params_json) >= CACHE_SIZE:
                 self._params_json.clear()
-            self._params_json[params_json] = clean
-        return clean
-
-    def column(self, values: pa.Array) -> pa.Array:
-        """`text` over a string column, as `record` applies it to each string field.
-
-        Vectorised (issue 24): `text` changes a value only if it holds a known secret, `://`,
-        or `bearer`/`authorization` in any case, or is not ASCII (where `(?i)` has more
-        spellings); Arrow finds those values in C and only they go through `text`.
-        """
-        import pyarrow.compute as pc
-
-        if values.null_count == len(values):
-            return values
-        # One regex pass: a superset of the values `text` may change ((?i) also takes case
-        # variants of a secret, which `text` then leaves as they are).
-        needles = ("bearer", "authorization", "://", *self.secrets)
-        pattern = "(?i)" + "|".join(_re2_literal(n) for n in needles)
-        suspect = pc.or_(
-            pc.invert(pc.string_is_ascii(values)), pc.match_substring_regex(values, pattern)
-        )
-        suspect = pc.fill_null(suspect, False)
-        if not pc.any(suspect).as_py():
-            return values
-        picked = pc.filter(values, suspect).to_pylist()
-        clean = [self._text_once(v) for v in picked]
-        if clean == picked:
-            return values
-        return pc.replace_with_mask(values, suspect, pa.array(clean, type=pa.string()))
-
-    def params_column(self, values: pa.Array) -> pa.Array:
-        """The `model_params_json` column as `record` stores it: the parameters redacted by
-        place where that changes them, else the text redacted; once per distinct value."""
-        encoded = values.dictionary_encode()
-        distinct = encoded.dictionary.to_pylist()
-        clean = []
-        for value in distinct:
-            by_place = self._params_clean(value)
-            clean.append(by_place if by_place != value else self._text_once(value))
-        if clean == distinct:
-            return values
-        return pa.array(clean, type=pa.string()).take(encoded.indices)
-
-
-def _re2_literal(text: str) -> str:
-    """`text` as a literal in an RE2 pattern (Arrow's regexes): only letters and digits kept."""
-    return "".join(c if c.isascii() and c.isalnum() else f"\\x{{{ord(c):x}}}" for c in text)
+            self._params_json[record.model_params_json] = clean
+        if clean != record.model_params_json:
+            updated = updated.model_copy(update={"model_params_json": clean})
+        return updated
 
 
 def _scrubbed(model: BaseModel, scrub: Any) -> Any:
@@ -203,9 +152,8 @@ class _SpecWalk:
                 self._redact(node)
             elif _url_secrets(node.value):
                 self.secrets.update(_url_secrets(node.value))
-                self._replace(
-                    node, _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", node.value)
-                )
+                self._replace(node, _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@",
+                                                      node.value))
             return
         seen = seen | {id(node)}
         if isinstance(node, MappingNode):

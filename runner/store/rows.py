@@ -15,7 +15,6 @@ from typing import Any
 import pyarrow as pa
 
 from runner.records import RunRecord
-from runner.redact import Redactor
 from runner.store.schema import CHILD_TABLES, RUNS, ChildTable, ColumnSpec
 
 _STR, _INT, _TS = pa.string(), pa.int32(), pa.timestamp("us")
@@ -84,25 +83,4 @@ def child_tables(records: Sequence[RunRecord]) -> dict[str, pa.Table]:
             run_ids, items = [run_ids[i] for i in keep], [items[i] for i in keep]
             positions = [positions[i] for i in keep]
         tables[child.name] = _child_table(child, run_ids, items, positions)
-    return tables
-
-
-def redacted_tables(
-    records: Sequence[RunRecord], saved_at: datetime, redactor: Redactor
-) -> dict[str, pa.Table]:
-    """The rows of `runs` and every child table, redacted column by column (V3): the same
-    values as `redactor.record` on each record, at Arrow's speed (issue 24)."""
-    tables = {"runs": runs_table(records, saved_at), **child_tables(records)}
-    for name, table in tables.items():
-        for i, field in enumerate(table.schema):
-            if not pa.types.is_string(field.type):
-                continue
-            column = table.column(i).combine_chunks()
-            if name == "runs" and field.name == "model_params_json":
-                clean = redactor.params_column(column)
-            else:
-                clean = redactor.column(column)
-            if clean is not column:
-                table = table.set_column(i, field.name, clean)
-        tables[name] = table
     return tables

@@ -17,7 +17,7 @@ from runner.records import RunRecord
 from runner.redact import Redactor
 from runner.store import migrations, opening, schema
 from runner.store.errors import StoreError, first_line
-from runner.store.rows import redacted_tables, utc_naive
+from runner.store.rows import child_tables, runs_table, utc_naive
 
 DEFAULT_PATH = Path("reports/runs.duckdb")
 
@@ -112,9 +112,7 @@ class Store:
             elif table == "runs" and name == "model_params_json":
                 scrub = self._params_json
             else:
-                clean_column = self.redactor.column(rows.column(i).combine_chunks())
-                rows = rows.set_column(i, name, clean_column)
-                continue
+                scrub = self.redactor.text
             values = rows.column(i).to_pylist()
             clean = [None if v is None else scrub(v) for v in values]
             if clean != values:
@@ -164,9 +162,12 @@ class Store:
 
     def save_runs(self, records: Iterable[RunRecord]) -> None:
         """Store a batch of runs in one transaction; within the batch the last of an id wins."""
-        batch = list({r.run_id: r for r in records}.values())
-        if batch:
-            self._write(redacted_tables(batch, datetime.now(UTC), self.redactor))
+        by_id = {r.run_id: self.redactor.record(r) for r in records}
+        if not by_id:
+            return
+        batch = list(by_id.values())
+        tables = {"runs": runs_table(batch, datetime.now(UTC)), **child_tables(batch)}
+        self._write(tables)
 
     def _write(self, tables: dict[str, pa.Table]) -> None:
         con = self._con

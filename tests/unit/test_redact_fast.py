@@ -17,7 +17,6 @@ from harness.base.redact import BEARER as _BEARER
 from harness.base.redact import URL_USERINFO as _URL_USERINFO
 from runner.records import FindingRow, RunRecord, TranscriptEntry
 from runner.redact import REDACTED, Redactor
-from runner.store.rows import child_tables, redacted_tables, runs_table
 
 SECRETS = ("sk-live-0123456789abcdef", "hunter2-secret", "tok3n-of-ci", "short")
 
@@ -124,44 +123,3 @@ def test_v3_remembered_values_are_bounded_and_forgetting_changes_nothing(monkeyp
         assert redactor._text_once(value) == plain_text(redactor, value)
         assert len(redactor._texts) <= 3
     assert "x" * 41 not in redactor._texts  # long (mostly unique) text is not remembered
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(batch=st.lists(records(), min_size=1, max_size=4), known=st.lists(st.sampled_from(SECRETS),
-                                                                           max_size=2))
-def test_v3_store_rows_redacted_by_column_equal_the_plain_form_of_each_record(batch, known):
-    # issue 24: the store redacts its Arrow columns (only suspect values reach Python); every
-    # table's rows must be those of the plain form applied record by record.
-    batch = list({r.run_id: r for r in batch}.values())
-    redactor = Redactor(known)
-    got = redacted_tables(batch, T0, redactor)
-    plain = [plain_record(Redactor(known), r) for r in batch]
-    want = {"runs": runs_table(plain, T0), **child_tables(plain)}
-    assert got.keys() == want.keys()
-    for name, table in want.items():
-        assert got[name].to_pylist() == table.to_pylist(), name
-
-
-def test_v3_store_rows_take_out_known_secrets_in_plain_ascii_text_of_every_table():
-    # The columns' cheap test must send a plain ASCII value holding a known secret (and
-    # nothing else suspect) through the redaction, in runs and child rows alike; a secret
-    # with spaces and regex characters is still found as it is.
-    secret, odd = SECRETS[0], "pass word(1)*.x"
-    record = RunRecord(
-        run_id=f"run {secret}", experiment="x", cell_id="c", repetition=0, model="m",
-        model_params_json=json.dumps({"api_key": "k-123456789", "stop": f"s {secret}"}),
-        prompt="p", patch_arm="none", upstream="u", scenario="s", conversation="c",
-        status="error", error=f"failed with {secret}", started_at=T0, finished_at=T0,
-        harness_version="0",
-        transcript=[TranscriptEntry(idx=0, role="tool", content=f"key {secret} and {odd}")],
-        findings=[FindingRow(kind="violation", code="X", detail_json=f'{{"k": "{secret}"}}')],
-    )
-    other = record.model_copy(update={"run_id": "plain", "model_params_json": '{"stop": "x"}'})
-    got = redacted_tables([record, other], T0, Redactor([secret, odd]))
-    plain = [plain_record(Redactor([secret, odd]), r) for r in (record, other)]
-    want = {"runs": runs_table(plain, T0), **child_tables(plain)}
-    for name, table in want.items():
-        assert got[name].to_pylist() == table.to_pylist(), name
-    text = json.dumps({name: table.to_pylist() for name, table in got.items()}, default=str)
-    assert secret not in text and odd not in text and "k-123456789" not in text
-    assert got["runs"].column("model_params_json").to_pylist()[1] == '{"stop": "x"}'
