@@ -109,6 +109,29 @@ async def test_r4_lists_tools_with_annotations_and_schemas(kind, transport, tmp_
         assert tools["create_booking"].input_schema["required"] == ["guest", "date", "nights"]
 
 
+def test_r4_ledger_facts_answer_as_the_single_questions_over_one_connection(tmp_path, monkeypatch):
+    # issue 24: a run asks for the ground truth and every operation's real rows at once; the
+    # answers are those of ground_truth/real_rows, and the ledger is opened once, not per call.
+    import runner.upstreams._registry as registry
+
+    db = tmp_path / "ledger.sqlite"
+    conn = open_db(db, BUILTIN_UPSTREAMS["booking"].ledger.schema)
+    for _ in range(2):
+        create_booking(conn, CreateBooking(**ANNA))
+    conn.close()
+    calls = [("create_booking", ANNA), ("create_booking", {**ANNA, "nights": 3})]
+    opened = []
+    real_open = registry.open_readonly
+    monkeypatch.setattr(
+        registry, "open_readonly", lambda path: opened.append(path) or real_open(path)
+    )
+    truth, rows = registry.ledger_facts("booking", db, calls)
+    assert len(opened) == 1
+    assert rows == [2, 0]
+    assert truth == ground_truth("booking", db)
+    assert rows == [real_rows("booking", db, tool, args) for tool, args in calls]
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_r4_create_booking_twice_gives_two_rows_in_ground_truth(transport, tmp_path):
@@ -357,7 +380,12 @@ def test_r4_ground_truth_of_a_missing_file_is_an_error(tmp_path):
 def test_r4_stdio_command_runs_the_package_with_its_ledger(kind, tmp_path):
     db = tmp_path / "x.sqlite"
     assert stdio_command(kind, db) == [
-        sys.executable, "-m", "runner.upstreams", kind, "--db", str(db)
+        sys.executable,
+        "-m",
+        "runner.upstreams",
+        kind,
+        "--db",
+        str(db),
     ]
     assert BUILTIN_UPSTREAMS[kind].description
 
