@@ -20,8 +20,10 @@ keyword arguments of a custom provider through in `optional_params`, so they arr
 - `patch_compliance` (0..1, default 1): how often verifies-by-id-only follows a patch.
 - `respell` (`defaults` or `strings`, default `defaults`): how `respells` re-spells its repeat.
 
-Usage tokens are estimated as characters // 4; the cost is 0 (the models are registered in
-litellm's cost map with zero prices, so `response._hidden_params["response_cost"]` is 0.0).
+Usage tokens are estimated as characters // 4; the cost is 0: the models are registered in
+litellm's cost map with zero prices and state their cost on the response (those prices times
+the tokens, in `response._hidden_params["response_cost"]`, 0.0), which litellm takes instead of
+pricing each call again.
 Streaming is not supported.
 """
 
