@@ -6,7 +6,7 @@
 Per test (setup + call + teardown, so a module fixture counts on the test that built it) it
 writes one JSON line: wall seconds, the CPU of the worker itself and of the children it waited
 for (resource.getrusage SELF and CHILDREN deltas), and the `agent-harness` subprocesses the
-test started (argv[1]: run, sweep, proxy, ...). A child that is never waited for (a daemon
+test started (argv[1]: run, sweep, proxy, ...) and its outcome. A child that is never waited for (a daemon
 left running) is not counted; everything a test starts here is waited for by its fixtures.
 """
 
@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 _started: list[str] = []
+_OUTCOME = pytest.StashKey[str]()
 
 
 def _cpu() -> tuple[float, float]:
@@ -59,6 +60,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[no-untyped-def]
+    report = (yield).get_result()
+    if report.failed or (report.skipped and call.when != "teardown"):
+        item.stash[_OUTCOME] = report.outcome
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  # type: ignore[no-untyped-def]
     out = os.environ.get("TEST_CPU_DIR")
     if not out:
@@ -77,6 +85,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  #
         "children": round(kids1 - kids0, 3),
         "started": dict(collections.Counter(_started)),
         "worker": worker,
+        "outcome": item.stash.get(_OUTCOME, "passed"),
     }
     Path(out).mkdir(parents=True, exist_ok=True)
     with open(Path(out) / f"{worker}.jsonl", "a", encoding="utf-8") as f:
