@@ -39,6 +39,7 @@ from harness.judge.model import (
     OpState,
     RetryWindow,
     UnclassifiedRepeat,
+    packed_arguments,
 )
 from harness.judge.similar import Volatile, fold, similar, surely_different
 from harness.judge.window import SpellingWindow, signature
@@ -262,10 +263,12 @@ class Judge:
             return
         op = self._ops_by_id.get(ev.operation)
         if op is None:
+            arguments_json, kept = packed_arguments(self._identity(ev))
             op = OpState(
                 index=len(self.ops),
                 tool=ev.tool,
-                arguments=self._identity(ev),
+                arguments_json=arguments_json,
+                kept=kept,
                 schema_key_field=ev.schema_key_field,
                 keys_honoured=ev.key_honoured,
                 idempotent=ev.idempotent,

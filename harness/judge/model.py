@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.base import jsonutil
 from harness.faults import GHOSTS, INJECTING
 
 AttemptStatus = Literal[
@@ -98,7 +99,10 @@ class OpState:
 
     index: int
     tool: str
-    arguments: Any
+    # Issue 24: its arguments as compact JSON (as the report writes them), not as Python data:
+    # about a fifth of the memory. `arguments` parses them again (J9/J10 only need them for
+    # the few operations they compare); large ones keep their Python data too (`kept`).
+    arguments_json: bytes
     schema_key_field: str | None
     attempts: list[Attempt] = field(default_factory=list)
     keys_honoured: bool = False  # K6: the upstream deduplicates same-key repeats of this tool
@@ -117,6 +121,22 @@ class OpState:
     # OTHER_WRITE_AFTER_UNCERTAIN_ATTEMPT: the first other operation executed afterwards.
     other_write_after: tuple[str, OpState] | None = None
     keys: dict[str, KeyState] = field(default_factory=dict)
+    kept: Any = None  # the arguments as Python data, when too large to parse again cheaply
+
+    @property
+    def arguments(self) -> Any:
+        return self.kept if self.kept is not None else jsonutil.loads(self.arguments_json)
+
+
+# Arguments shorter than this as JSON are kept as their JSON only: parsed again they cannot be
+# nested deeper than the parser follows (TooDeep), and parsing them is cheap.
+REPARSED_BELOW = 1024
+
+
+def packed_arguments(arguments: Any) -> tuple[bytes, Any]:
+    """(compact JSON, the Python data when it is to be kept too) for `OpState`."""
+    text = jsonutil.dumps(arguments).encode()
+    return text, (arguments if len(text) >= REPARSED_BELOW else None)
 
 
 @dataclass(slots=True, eq=False)
