@@ -332,7 +332,10 @@ class Judge:
             self.key_entries.append(None)
             self._keys_by_value[key] = state
         state.attempts.append(attempt)
-        attempt.op.keys[key] = state
+        op_keys = attempt.op.keys
+        if not isinstance(op_keys, dict):
+            op_keys = attempt.op.keys = {}
+        op_keys[key] = state
         self._mark_key(state)
 
     def _compare_spelling(self, attempt: Attempt) -> None:
@@ -361,8 +364,13 @@ class Judge:
             if surely_different(_fold_of(other), mine) or len(pairs) >= J9_PAIRS_PER_OP:
                 continue
             if similar(other.arguments, op.arguments, volatile=self._volatile(earlier, attempt)):
+                if not isinstance(pairs, list):
+                    pairs = op.similar_pairs = []
                 pairs.append((attempt, earlier))
-                earlier.dependents.append(op)
+                if isinstance(earlier.dependents, list):
+                    earlier.dependents.append(op)
+                else:
+                    earlier.dependents = [op]
         uncertain.append(attempt)
         uncertain = self._uncertain_by_tool[op.tool] = uncertain[-J9_CANDIDATES:]
         dropped = window.add(attempt, op.fold_sig)

@@ -67,7 +67,7 @@ class Derived:
     # second copy as Python data); `entry` parses it for the report as data (O1).
     entry_json: bytes
     violations: tuple[dict[str, Any], ...]
-    observations: tuple[dict[str, Any], ...]
+    observations_json: bytes  # its observations as the report's JSON, comma-separated (O1)
     known: bool
     known_attempts: int  # attempts whose own outcome is known (not unknown, not open)
     duplicate: bool
@@ -79,6 +79,12 @@ class Derived:
     @property
     def entry(self) -> dict[str, Any]:
         return jsonutil.loads(self.entry_json)  # type: ignore[no-any-return]
+
+    @property
+    def observations(self) -> list[dict[str, Any]]:
+        if not self.observations_json:
+            return []
+        return jsonutil.loads(b"[" + self.observations_json + b"]")  # type: ignore[no-any-return]
 
 
 def read_between(read_positions: Sequence[int], after: int, before: int | None) -> bool:
@@ -372,7 +378,7 @@ def derive_operation(op: OpState, reads: Sequence[int], wall_of: WallOf) -> Deri
     return Derived(
         entry_json=b"".join((head, op.arguments_json, b",", jsonutil.dumps(entry).encode()[1:])),
         violations=tuple(violations),
-        observations=tuple(observations),
+        observations_json=b",".join(jsonutil.dumps(x).encode() for x in observations),
         known=known,
         known_attempts=sum(1 for a in attempts if a.status not in ("unknown", "open")),
         duplicate=outcome == DUPLICATE,

@@ -362,7 +362,7 @@ class ReportText:
             d = judge.derived[index]
             self._ops.set(index, d.entry_json)
             self._violations.set(index, b",".join(dumps(x) for x in d.violations))
-            self._observations.set(index, b",".join(dumps(x) for x in d.observations))
+            self._observations.set(index, d.observations_json)
         for index in keys:
             self._keys.set(index, dumps(judge.key_entries[index]))
         for index in repeats:
