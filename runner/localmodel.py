@@ -222,10 +222,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run-local: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        from runner.cli.app import interrupt_handled
+
         print(
             "\nInterrupted: the model server is stopped; finished runs are stored.", file=sys.stderr
         )
-        return 130
+        return interrupt_handled()
 
 
 if __name__ == "__main__":

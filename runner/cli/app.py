@@ -24,6 +24,18 @@ EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT)
 EXIT_TERMINATED = 143  # SIGTERM (128 + 15, as a shell reports it): ended like Ctrl-C (V14)
 
 
+def interrupt_handled() -> int:
+    """Ctrl-C was caught and handled: returns EXIT_INTERRUPTED, and makes it the exit code.
+
+    CPython 3.11 marks the process to kill itself with SIGINT at exit, caught or not, once a
+    KeyboardInterrupt has passed through `exec` of a string (dataclasses and namedtuples build
+    their methods that way while modules import) when it runs as `python -m` (`make run-local`);
+    the exit status would then be "killed by SIGINT" instead of 130. A fresh `exec` of a string
+    clears the mark."""
+    exec("pass")
+    return EXIT_INTERRUPTED
+
+
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print one error line and return the Exit to raise."""
     typer.echo(f"agent-harness: error: {message}", err=True)

@@ -23,10 +23,10 @@ import typer
 from harness.base.errors import HarnessError
 from harness.base.textsafe import terminal
 from runner.cli.app import (
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_RUNS_FAILED,
     EXIT_TERMINATED,
+    interrupt_handled,
     print_error,
     say,
 )
@@ -298,7 +298,7 @@ def _sweep(
             )
         )  # fmt: skip
     except KeyboardInterrupt:
-        stopped, how = EXIT_INTERRUPTED, "Interrupted"
+        stopped, how = interrupt_handled(), "Interrupted"
     except Terminated:
         stopped, how = EXIT_TERMINATED, "Terminated (SIGTERM)"
     if stopped is not None:  # V14: SIGTERM ends like Ctrl-C; the caller writes what ran
