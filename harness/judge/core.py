@@ -39,6 +39,7 @@ from harness.judge.model import (
     OpState,
     RetryWindow,
     UnclassifiedRepeat,
+    packed_arguments,
 )
 from harness.judge.similar import Volatile, fold, similar, surely_different
 from harness.judge.window import SpellingWindow, signature
@@ -262,10 +263,12 @@ class Judge:
             return
         op = self._ops_by_id.get(ev.operation)
         if op is None:
+            arguments_json, kept = packed_arguments(self._identity(ev))
             op = OpState(
                 index=len(self.ops),
                 tool=ev.tool,
-                arguments=self._identity(ev),
+                arguments_json=arguments_json,
+                kept=kept,
                 schema_key_field=ev.schema_key_field,
                 keys_honoured=ev.key_honoured,
                 idempotent=ev.idempotent,
@@ -329,7 +332,10 @@ class Judge:
             self.key_entries.append(None)
             self._keys_by_value[key] = state
         state.attempts.append(attempt)
-        attempt.op.keys[key] = state
+        op_keys = attempt.op.keys
+        if not isinstance(op_keys, dict):
+            op_keys = attempt.op.keys = {}
+        op_keys[key] = state
         self._mark_key(state)
 
     def _compare_spelling(self, attempt: Attempt) -> None:
@@ -358,8 +364,13 @@ class Judge:
             if surely_different(_fold_of(other), mine) or len(pairs) >= J9_PAIRS_PER_OP:
                 continue
             if similar(other.arguments, op.arguments, volatile=self._volatile(earlier, attempt)):
+                if not isinstance(pairs, list):
+                    pairs = op.similar_pairs = []
                 pairs.append((attempt, earlier))
-                earlier.dependents.append(op)
+                if isinstance(earlier.dependents, list):
+                    earlier.dependents.append(op)
+                else:
+                    earlier.dependents = [op]
         uncertain.append(attempt)
         uncertain = self._uncertain_by_tool[op.tool] = uncertain[-J9_CANDIDATES:]
         dropped = window.add(attempt, op.fold_sig)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.base import jsonutil
 from harness.faults import RETRY_WINDOWS
 from harness.judge.model import NOT_RUN, Attempt, KeyState, OpState
 from harness.judge.repeats import repeat_facts
@@ -62,9 +63,11 @@ def elapsed_ns(wall_of: WallOf, since: Attempt, since_t: int, until: Attempt) ->
 class Derived:
     """One operation's entry in the report and its share of the verdict and score."""
 
-    entry: dict[str, Any]
+    # Issue 24: the entry as the report's JSON only (the bytes the report file holds, not a
+    # second copy as Python data); `entry` parses it for the report as data (O1).
+    entry_json: bytes
     violations: tuple[dict[str, Any], ...]
-    observations: tuple[dict[str, Any], ...]
+    observations_json: bytes  # its observations as the report's JSON, comma-separated (O1)
     known: bool
     known_attempts: int  # attempts whose own outcome is known (not unknown, not open)
     duplicate: bool
@@ -72,6 +75,16 @@ class Derived:
     not_tested: str | None
     patch_flavours: tuple[str, ...]
     idempotent_repeat: bool = False  # E1: counted apart, never as a duplicate
+
+    @property
+    def entry(self) -> dict[str, Any]:
+        return jsonutil.loads(self.entry_json)  # type: ignore[no-any-return]
+
+    @property
+    def observations(self) -> list[dict[str, Any]]:
+        if not self.observations_json:
+            return []
+        return jsonutil.loads(b"[" + self.observations_json + b"]")  # type: ignore[no-any-return]
 
 
 def read_between(read_positions: Sequence[int], after: int, before: int | None) -> bool:
@@ -348,9 +361,6 @@ def derive_operation(op: OpState, reads: Sequence[int], wall_of: WallOf) -> Deri
             not_tested = SPELLING_REPEAT
 
     entry = {
-        "index": op.index,
-        "tool": op.tool,
-        "arguments": op.arguments,
         "attempts": len(attempts),
         "executions": len(executions),
         "failedAttempts": sum(1 for a in attempts if a.answer_is_error or a.status == "injected"),
@@ -364,10 +374,11 @@ def derive_operation(op: OpState, reads: Sequence[int], wall_of: WallOf) -> Deri
     if undelivered:  # E5: answers the agent never got
         entry["undeliveredAnswers"] = undelivered
     known = outcome != EXECUTION_UNKNOWN
+    head = b'{"index":%d,"tool":%s,"arguments":' % (op.index, jsonutil.dumps(op.tool).encode())
     return Derived(
-        entry=entry,
+        entry_json=b"".join((head, op.arguments_json, b",", jsonutil.dumps(entry).encode()[1:])),
         violations=tuple(violations),
-        observations=tuple(observations),
+        observations_json=b",".join(jsonutil.dumps(x).encode() for x in observations),
         known=known,
         known_attempts=sum(1 for a in attempts if a.status not in ("unknown", "open")),
         duplicate=outcome == DUPLICATE,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
+from harness.base import jsonutil
 from harness.faults import GHOSTS, INJECTING
 
 AttemptStatus = Literal[
@@ -14,6 +17,10 @@ AttemptStatus = Literal[
 # Statuses under which the upstream surely did not run the tool: the proxy answered in its
 # place, or the upstream asked for more input first (X11).
 NOT_RUN = ("injected", "input_required")
+
+
+# The keys of an operation that has none (most have none: one empty dict each is 64 bytes).
+NO_KEYS: Mapping[str, KeyState] = MappingProxyType({})
 
 
 @dataclass(slots=True, eq=False)
@@ -41,8 +48,9 @@ class Attempt:
     answer_is_error: bool = False  # the agent saw an error, or no answer at all (E5)
     late: bool = False  # E5: the upstream's answer came after --upstream-timeout
     delivered: bool = True  # E5: False when the proxy could not deliver its answer
-    # Operations whose J9 finding depends on how this attempt ends.
-    dependents: list[OpState] = field(default_factory=list)
+    # Operations whose J9 finding depends on how this attempt ends (a list once there is one:
+    # most attempts never get one, and an empty list per attempt costs 56 bytes, issue 24).
+    dependents: list[OpState] | tuple[()] = ()
 
     @property
     def status(self) -> AttemptStatus:
@@ -98,7 +106,10 @@ class OpState:
 
     index: int
     tool: str
-    arguments: Any
+    # Issue 24: its arguments as compact JSON (as the report writes them), not as Python data:
+    # about a fifth of the memory. `arguments` parses them again (J9/J10 only need them for
+    # the few operations they compare); large ones keep their Python data too (`kept`).
+    arguments_json: bytes
     schema_key_field: str | None
     attempts: list[Attempt] = field(default_factory=list)
     keys_honoured: bool = False  # K6: the upstream deduplicates same-key repeats of this tool
@@ -113,10 +124,27 @@ class OpState:
     first_failure_pos: int | None = None  # when the agent first saw an error for it
     awaiting_read: bool = False
     # J9/J10: (this op's attempt, another attempt of the tool it may be a spelling of)
-    similar_pairs: list[tuple[Attempt, Attempt]] = field(default_factory=list)
+    # (a list once there is one, as Attempt.dependents)
+    similar_pairs: list[tuple[Attempt, Attempt]] | tuple[()] = ()
     # OTHER_WRITE_AFTER_UNCERTAIN_ATTEMPT: the first other operation executed afterwards.
     other_write_after: tuple[str, OpState] | None = None
-    keys: dict[str, KeyState] = field(default_factory=dict)
+    keys: Mapping[str, KeyState] = field(default_factory=lambda: NO_KEYS)  # a dict once used
+    kept: Any = None  # the arguments as Python data, when too large to parse again cheaply
+
+    @property
+    def arguments(self) -> Any:
+        return self.kept if self.kept is not None else jsonutil.loads(self.arguments_json)
+
+
+# Arguments shorter than this as JSON are kept as their JSON only: parsed again they cannot be
+# nested deeper than the parser follows (TooDeep), and parsing them is cheap.
+REPARSED_BELOW = 1024
+
+
+def packed_arguments(arguments: Any) -> tuple[bytes, Any]:
+    """(compact JSON, the Python data when it is to be kept too) for `OpState`."""
+    text = jsonutil.dumps(arguments).encode()
+    return text, (arguments if len(text) >= REPARSED_BELOW else None)
 
 
 @dataclass(slots=True, eq=False)

@@ -270,8 +270,10 @@ class _Chunks:
     def __init__(self, name: str) -> None:
         self.name = name
         self.items: list[bytes] = []
+        # Each chunk's fragments joined, as last handed out: with a leading comma when content
+        # came before it (`lead`), else without. One form only (issue 24: not both).
         self.joined: list[bytes | None] = []
-        self.comma: list[bytes] = []  # the same chunk with a leading comma
+        self.lead: list[bool] = []
         self._pieces: list[Piece] = []  # the last pieces handed out, reused up to `_stale`
         self._seen_after: list[bool] = []  # whether the array has content up to each chunk
         self._seen_in = False
@@ -282,7 +284,7 @@ class _Chunks:
             self.items.append(_EMPTY)
             if len(self.items) > len(self.joined) * self.SIZE:
                 self.joined.append(None)
-                self.comma.append(_EMPTY)
+                self.lead.append(False)
         if self.items[index] != fragment:  # most operations never get a violation: keep
             self.items[index] = fragment  # their chunk's joined text instead of re-joining it
             chunk = index // self.SIZE
@@ -304,14 +306,16 @@ class _Chunks:
         seen_after = self._seen_after[:start]
         seen_here = seen_after[-1] if start else seen
         for c in range(start, count):
-            joined = self.joined[c]
-            if joined is None:
+            piece = self.joined[c]
+            if piece is None or (piece and self.lead[c] != seen_here):
                 chunk = self.items[c * self.SIZE : (c + 1) * self.SIZE]
-                joined = self.joined[c] = b",".join(filter(None, chunk))
-                self.comma[c] = b"," + joined if joined else _EMPTY
-            piece = (self.comma[c] if seen_here else joined) if joined else _EMPTY
+                joined = b",".join(filter(None, chunk))
+                piece = self.joined[c] = (
+                    (b"," + joined if seen_here else joined) if joined else _EMPTY
+                )
+                self.lead[c] = seen_here
             pieces.append(((self.name, c), piece))
-            seen_here = seen_here or bool(joined)
+            seen_here = seen_here or bool(piece)
             seen_after.append(seen_here)
         for c in range(count, count + max(2, count // 4)):
             pieces.append(((self.name, c), _EMPTY))
@@ -356,9 +360,9 @@ class ReportText:
 
         for index in ops:
             d = judge.derived[index]
-            self._ops.set(index, dumps(d.entry))
+            self._ops.set(index, d.entry_json)
             self._violations.set(index, b",".join(dumps(x) for x in d.violations))
-            self._observations.set(index, b",".join(dumps(x) for x in d.observations))
+            self._observations.set(index, d.observations_json)
         for index in keys:
             self._keys.set(index, dumps(judge.key_entries[index]))
         for index in repeats:

@@ -84,6 +84,7 @@ class CallHandling:
             self._call_tasks.pop(key, None)
             self._cancelled.discard(key)
             self._settled.set()
+            self._call_ended.set()  # X16: room for a call waiting in the backlog
             self._stop_when_idle()
 
     async def _judged_call(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -47,6 +48,19 @@ from harness.wire.transport import LineReader, LineWriter, MessageTooLarge, Stre
 
 # X6: after a signal, answers that arrive this long still count.
 DRAIN_SECONDS = 2.0
+
+# X16: at most this many tool calls open at once (not counting cancelled ones). A model turn
+# asks for a handful of calls in parallel, so 64 leaves an order of magnitude of room while a
+# pipelining agent (stdin from a file: every request at once) keeps only 64 calls' tasks,
+# parsed messages and tickets alive instead of one per request of the whole file. A fast
+# upstream is kept busy: 64 calls queued at it hide any round trip.
+MAX_CALLS_IN_FLIGHT = 64
+# X16: what the client sent behind a call that waits for room, held in order (parsed), at most
+# this many messages and bytes; past that the client is not read until there is room (V11).
+BACKLOG_MESSAGES = 256
+BACKLOG_BYTES = 4 * 1024 * 1024
+
+Incoming = Message | Batch | Unreadable | None
 
 
 class Proxy(CallHandling, TaskHandling, Listing, Refusals):
@@ -97,6 +111,12 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         self._settled = asyncio.Event()  # a request in flight was answered or given up
         self._initialize_key: tuple[str, Any] | None = None
         self._calls: set[asyncio.Task[None]] = set()
+        # X16: the client's messages waiting behind the cap on calls in flight, in order
+        self._backlog: deque[tuple[Incoming, bytes]] = deque()
+        self._backlog_bytes = 0
+        self._backlog_changed = asyncio.Event()  # an item came or went, or the client's EOF
+        self._call_ended = asyncio.Event()  # a call ended or was cancelled: maybe room
+        self._client_done = False
         self._tools_ready = asyncio.Event()
         self._listing: str | None = None  # None, "running", "done" or "failed"
         self._printed_table: list[str] = []  # the classification table last printed
@@ -218,26 +238,110 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
     # -- client -> upstream ----------------------------------------------------------------
 
     async def _client_loop(self) -> None:
+        """X16: read the client while at most MAX_CALLS_IN_FLIGHT calls are open.
+
+        A message that would start a call past the cap waits in the backlog, and so does
+        everything the client sent after it (X9: its messages reach the upstream in order).
+        Reading goes on meanwhile, so what lets a call end is never held back by it: an answer
+        to the upstream's own request and a cancellation of an open request go through at
+        once. Only when the backlog is full too is the client not read (V11's backpressure).
+        """
+        reading = asyncio.create_task(self._read_client())
+        try:
+            await self._work_backlog()
+        finally:
+            reading.cancel()
+            await asyncio.gather(reading, return_exceptions=True)
+        failed = None if reading.cancelled() else reading.exception()
+        if failed is not None:
+            raise failed
+
+    async def _read_client(self) -> None:
+        try:
+            while True:
+                try:
+                    line = await self.client_in.read_line()
+                except MessageTooLarge as exc:
+                    self.end_reason = f"a message from the client was too large ({exc})"
+                    self.log(f"ERROR: {self.end_reason}; ending the session")
+                    return
+                if line is None:
+                    return
+                if not line.strip():
+                    continue
+                parsed = parse_line(line)
+                if not self._backlog and (self._room_for_call() or not _starts_calls(parsed)):
+                    await self._dispatch(parsed, line)
+                elif self._goes_past(parsed):
+                    await self._dispatch(parsed, line)
+                else:
+                    self._backlog.append((parsed, line))
+                    self._backlog_bytes += len(line)
+                    self._backlog_changed.set()
+                    while (
+                        len(self._backlog) >= BACKLOG_MESSAGES
+                        or self._backlog_bytes >= BACKLOG_BYTES
+                    ):
+                        self._backlog_changed.clear()
+                        await self._backlog_changed.wait()
+        finally:
+            self._client_done = True
+            self._backlog_changed.set()
+
+    async def _work_backlog(self) -> None:
+        """Start what waits in the backlog, in order, as calls end; return after the EOF."""
         while True:
-            try:
-                line = await self.client_in.read_line()
-            except MessageTooLarge as exc:
-                self.end_reason = f"a message from the client was too large ({exc})"
-                self.log(f"ERROR: {self.end_reason}; ending the session")
-                return
-            if line is None:
-                return
-            if not line.strip():
+            if not self._backlog:
+                if self._client_done:
+                    return
+                self._backlog_changed.clear()
+                await self._backlog_changed.wait()
                 continue
-            parsed = parse_line(line)
-            if isinstance(parsed, Batch):
-                await self._batch(parsed)
-            elif isinstance(parsed, Unreadable):
-                await self._unreadable(parsed, self._to_client)
-            elif parsed is None or parsed.get("method") is None:
-                await self._to_upstream(line)  # responses to server requests, other JSON values
-            else:
-                await self._from_client(parsed, self._to_client)
+            parsed, line = self._backlog[0]
+            while _starts_calls(parsed) and not self._room_for_call():
+                self._call_ended.clear()
+                await self._call_ended.wait()
+            try:
+                await self._dispatch(parsed, line)
+            finally:  # taken off only now: the reader keeps behind it what came after it
+                self._backlog.popleft()
+                self._backlog_bytes -= len(line)
+                self._backlog_changed.set()
+
+    def _room_for_call(self) -> bool:
+        """X16: fewer than MAX_CALLS_IN_FLIGHT calls open (a cancelled one does not count)."""
+        if len(self._call_tasks) < MAX_CALLS_IN_FLIGHT:
+            return True
+        return sum(k not in self._cancelled for k in self._call_tasks) < MAX_CALLS_IN_FLIGHT
+
+    def _goes_past(self, parsed: Incoming) -> bool:
+        """X16, X15: what may pass the backlog: an answer to the upstream's request (or another
+        JSON value that is no message) and a cancellation of a request already open."""
+        if parsed is None:
+            return True
+        if not isinstance(parsed, Message):
+            return False
+        method = parsed.get("method")
+        if method is None:
+            return True
+        if method != "notifications/cancelled" or parsed.has("id"):
+            return False
+        params = parsed.get("params")
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        if not usable_id(request_id):
+            return False
+        key = id_key(request_id)
+        return key in self._call_tasks or key in self._forwarded
+
+    async def _dispatch(self, parsed: Incoming, line: bytes) -> None:
+        if isinstance(parsed, Batch):
+            await self._batch(parsed)
+        elif isinstance(parsed, Unreadable):
+            await self._unreadable(parsed, self._to_client)
+        elif parsed is None or parsed.get("method") is None:
+            await self._to_upstream(line)  # responses to server requests, other JSON values
+        else:
+            await self._from_client(parsed, self._to_client)
 
     async def _batch(self, batch: Batch) -> None:
         """X10: each element goes the way a lone message goes; the answers return as a batch."""
@@ -328,6 +432,7 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
             if key in self._call_tasks or key in self._forwarded:
                 self._cancelled.add(key)
                 self._settled.set()
+                self._call_ended.set()  # X16: a cancelled call leaves room for another
             held = self._holding.get(key)
             if held is not None:
                 held.set()  # F9: the hold of an answer the client gave up on ends now
@@ -491,3 +596,10 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         for rpc_id, reply in waiting:  # requests passed through that will now never be answered
             body = error_body(rpc_id, -32000, f"UPSTREAM_UNAVAILABLE: {gone.detail}")
             self._spawn(reply(body))
+
+
+def _starts_calls(parsed: Incoming) -> bool:
+    """X16: a message that may start a judged call (a batch may hold some)."""
+    if isinstance(parsed, Batch):
+        return True
+    return isinstance(parsed, Message) and parsed.get("method") == "tools/call"

@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import browser  # the repo root is on sys.path: pytest's `pythonpath`
+from tests.support.once import once
+from tests.support.paths import BIN, ROOT
 from tests.support.prereq import (
     CHROMIUM_INSTALL_HINT,
     PY_INSTALL_HINT,
@@ -30,6 +32,7 @@ from tests.support.prereq import (
     python_module,
     require,
 )
+from tests.support.runkit import cli_env
 
 # The five third-party servers, by the fixture that returns each one's argv.
 SERVER_FIXTURES = (
@@ -137,6 +140,26 @@ def agent_harness_bin() -> Path:
         PY_INSTALL_HINT,
     )
     return path
+
+
+@pytest.fixture(scope="session")
+def example_experiment(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """experiments/example.yaml (`make run`'s experiment) run as it is by the installed command,
+    once for the whole session (its 160 runs are read by test_agreement_e2e and
+    test_example_report): the store ("db", read only: copy it to open it) and the printed
+    summary ("stdout")."""
+
+    def build(folder: Path) -> dict:
+        spec, db = ROOT / "experiments" / "example.yaml", folder / "runs.duckdb"
+        done = subprocess.run(
+            [str(BIN), "run", str(spec), "--db", str(db)], cwd=folder, env=cli_env(),
+            capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return {"stdout": done.stdout}
+
+    folder, made = once(tmp_path_factory, "example-experiment", build)
+    return {"db": folder / "runs.duckdb", "stdout": made["stdout"]}
 
 
 @pytest.fixture(scope="session")

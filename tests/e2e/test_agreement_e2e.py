@@ -33,6 +33,7 @@ import yaml
 from runner.execute import execute_run
 from runner.matrix import expand
 from runner.spec import load_spec
+from tests.support.once import copy_of
 from tests.support.paths import BIN, ROOT
 from tests.support.runkit import cli_env, query
 
@@ -78,15 +79,20 @@ def stored(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     name = request.cls.experiment
     folder = tmp_path_factory.mktemp(f"agree-{name}")
     spec = ROOT / "experiments" / f"{name}.yaml"
-    db, cells_db, md = folder / "runs.duckdb", folder / "cells.duckdb", folder / "report.md"
-    done = _run(folder, "run", str(spec), "--db", str(db))
+    cells_db, md = folder / "cells.duckdb", folder / "report.md"
+    if name == "example":  # `make run`'s experiment: test_example_report reads the same run
+        whole = request.getfixturevalue("example_experiment")
+        db, stdout = copy_of(whole["db"], folder), whole["stdout"]
+    else:
+        db = folder / "runs.duckdb"
+        stdout = _run(folder, "run", str(spec), "--db", str(db)).stdout
     _run(folder, "report", "--db", str(db), "--format", "md", "-o", str(md))
     cells_spec = _once_per_cell(spec, folder)
     by_process = _run(
         folder, "run", str(cells_spec), "--db", str(cells_db), "--in-process", "never"
     )
     return {"name": name, "spec": spec, "cells_spec": cells_spec, "runs": _runs(db),
-            "cells": _runs(cells_db), "stdout": done.stdout, "cells_stdout": by_process.stdout,
+            "cells": _runs(cells_db), "stdout": stdout, "cells_stdout": by_process.stdout,
             "markdown": md.read_text(encoding="utf-8")}  # fmt: skip
 
 

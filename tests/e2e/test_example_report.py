@@ -9,19 +9,19 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.support.paths import ROOT
+from tests.support.once import copy_of
 from tests.support.runkit import cli
 
 pytestmark = pytest.mark.slow
 
 
-
 @pytest.fixture(scope="module")
-def example(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def example(
+    tmp_path_factory: pytest.TempPathFactory, example_experiment: dict
+) -> tuple[Path, Path]:
+    """The example experiment's store (the session's one run of it) and its HTML report."""
     root = tmp_path_factory.mktemp("example")
-    db, out = root / "runs.duckdb", root / "example.html"
-    ran = cli(root, "run", str(ROOT / "experiments" / "example.yaml"), "--db", str(db))
-    assert ran.returncode == 0, ran.stderr
+    db, out = copy_of(example_experiment["db"], root), root / "example.html"
     made = cli(root, "report", "--db", str(db), "--experiment", "example", "-o", str(out))
     assert made.returncode == 0, made.stderr
     return db, out
@@ -46,10 +46,12 @@ def test_r7_example_tables_fit_a_1280_pixel_window_with_its_scrollbar(chromium, 
 def test_m3_example_report_shows_pass_k_and_corrected_p_values_from_the_store(chromium, example):
     db, html = example
     with duckdb.connect(str(db), read_only=True) as con:
-        safe = dict(con.execute(
-            "SELECT cell_id, count(*) FILTER (WHERE NOT duplicate_found AND verdict <> 'FAIL' "
-            "AND NOT coalesce(real_duplicate, false)) FROM runs GROUP BY ALL"
-        ).fetchall())
+        safe = dict(
+            con.execute(
+                "SELECT cell_id, count(*) FILTER (WHERE NOT duplicate_found AND verdict <> 'FAIL' "
+                "AND NOT coalesce(real_duplicate, false)) FROM runs GROUP BY ALL"
+            ).fetchall()
+        )
     page = chromium.new_page(html)
     try:
         shown = page.evaluate(

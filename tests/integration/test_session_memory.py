@@ -5,11 +5,14 @@ write: the call, the report's pieces, the upstream's answer, the answer, the rep
 again) and prints its peak resident set size (VmHWM from /proc) before and after. Two lengths, 2,000
 and 6,000 distinct writes: what the session keeps per write is their difference over 4,000.
 
-Measured on the development machine (2 cores, load 6.9 from other work): peak growth 5.4 MB at
-2,000 writes and 17.6 MB at 6,000, 3.1 KB per write; before operations gave their J9/J10
-folded values back, 7.4 and 24.1 MB, 4.3 KB per write. The session still keeps each operation's judge state and its
-report bytes (operations[] shows every operation, O1), so the growth is bounded per write, not
-flat.
+Measured on the development machine (2 cores, load 10-12 from other work): peak growth 2.9 MB
+at 2,000 writes and 10.7 MB at 6,000, 1.97 KB per write, since each operation keeps its
+arguments, its report entry and its observations as JSON bytes only, each chunk of the
+report's arrays in one form, and no empty list or dict per attempt and operation (issue 24);
+2.65 KB with the first two alone, 3.1 KB before them, 4.3 KB before
+operations gave their J9/J10 folded values back. The session still keeps each operation's
+judge state and its report bytes (operations[] shows every operation, O1), so the growth is
+bounded per write, not flat.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ import sys
 
 import pytest
 
-PER_WRITE_KB = 3.6  # measured 3.1 KB: a 15 % margin (4.3 KB before the fix fails it)
-PEAK_GROWTH_MB = 25  # at 6,000 writes: measured 17.6 MB over the session's start, a 40 % margin
+PER_WRITE_KB = 2.3  # measured 1.97 KB: a 17 % margin (3.1 KB before issue 24's fixes fails it)
+PEAK_GROWTH_MB = 13  # at 6,000 writes: measured 10.7 MB over the session's start, a 21 % margin
 
 SCRIPT = r"""
 import re, sys
