@@ -345,7 +345,10 @@ class Judge:
         the operation is derived, so the order of the two attempts does not matter (J10).
         """
         op = attempt.op
-        _fold_of(op)
+        arguments = None  # parsed from its JSON at most once for this comparison
+        if not op.folded:
+            arguments = op.arguments
+            _fold_of(op, arguments)
         # Uncertain attempts (ghost, unknown, rejected, open) stay candidates longest; the
         # rest drop out here, so the list stays as short as the number of uncertain attempts.
         before = self._uncertain_by_tool.get(op.tool, [])
@@ -363,7 +366,9 @@ class Judge:
             seen.add(other)
             if surely_different(_fold_of(other), mine) or len(pairs) >= J9_PAIRS_PER_OP:
                 continue
-            if similar(other.arguments, op.arguments, volatile=self._volatile(earlier, attempt)):
+            if arguments is None:
+                arguments = op.arguments
+            if similar(other.arguments, arguments, volatile=self._volatile(earlier, attempt)):
                 if not isinstance(pairs, list):
                     pairs = op.similar_pairs = []
                 pairs.append((attempt, earlier))
@@ -577,10 +582,11 @@ _HANDLERS = {
 }
 
 
-def _fold_of(op: OpState) -> dict[str, Any] | None:
-    """J9/J10: the operation's folded values (and signature), computed when not kept."""
+def _fold_of(op: OpState, arguments: Any = None) -> dict[str, Any] | None:
+    """J9/J10: the operation's folded values (and signature), computed when not kept
+    (`arguments`: the operation's arguments when the caller has them parsed already)."""
     if not op.folded:
-        op.fold = fold(op.arguments)
+        op.fold = fold(op.arguments if arguments is None else arguments)
         op.fold_sig = signature(op.fold)
         op.folded = True
     return op.fold
