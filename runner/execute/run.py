@@ -404,7 +404,7 @@ class RunLeft:
     def ledger(self, operations: list[Any]) -> tuple[list[dict[str, Any]] | None, list[int | None]]:
         """The built-in upstream's records after the run (None when the run has no built-in
         upstream or it never started), and each operation's real rows (None without them)."""
-        if self._ledger is None:
+        if self._ledger is None or len(self._ledger[1]) != len(operations):  # read for these
             db = self._workdir / "upstream.sqlite"
             kind = self._cell.upstream.builtin
             if kind is None or not db.exists():

@@ -132,6 +132,29 @@ def test_r4_ledger_facts_answer_as_the_single_questions_over_one_connection(tmp_
     assert rows == [real_rows("booking", db, tool, args) for tool, args in calls]
 
 
+def test_r4_a_run_reads_each_operations_real_rows_even_after_asking_the_truth_alone(tmp_path):
+    # R4, R10: what a run left is read once, but a question about more operations than were
+    # asked before is answered for them (the truth alone first, then the real rows per op)
+    from types import SimpleNamespace
+
+    from runner.execute.run import RunLeft
+
+    conn = open_db(tmp_path / "upstream.sqlite", BUILTIN_UPSTREAMS["booking"].ledger.schema)
+    for _ in range(2):
+        create_booking(conn, CreateBooking(**ANNA))
+    conn.close()
+    cell = SimpleNamespace(upstream=SimpleNamespace(builtin="booking"))
+    left = RunLeft(cell, None, tmp_path, events=[])  # type: ignore[arg-type]
+    ops = [
+        SimpleNamespace(tool="create_booking", arguments=ANNA),
+        SimpleNamespace(tool="create_booking", arguments={**ANNA, "nights": 3}),
+    ]
+    assert left.truth == ground_truth("booking", tmp_path / "upstream.sqlite")
+    truth, rows = left.ledger(ops)
+    assert rows == [2, 0]
+    assert truth == left.truth
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_r4_create_booking_twice_gives_two_rows_in_ground_truth(transport, tmp_path):
