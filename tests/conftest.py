@@ -19,6 +19,14 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test marked `fresh_process` starts every `agent-harness` as a real new process: the
+    warm launcher (tests/support/launcher.py) is off for it."""
+    if request.node.get_closest_marker("fresh_process") is not None:
+        monkeypatch.setenv("AGENT_HARNESS_TEST_LAUNCHER", "0")
+
+
 @pytest.fixture
 def fifo(tmp_path: Path) -> Path:
     """A named pipe nobody writes to: a reader that opens it waits forever."""

@@ -33,6 +33,7 @@ import yaml
 from runner.execute import execute_run
 from runner.matrix import expand
 from runner.spec import load_spec
+from tests.support import launcher
 from tests.support.once import copy_of
 from tests.support.paths import BIN, ROOT
 from tests.support.runkit import cli_env, query
@@ -45,7 +46,7 @@ COLUMNS = ("model", "upstream", "scenario", "conversation", "patch", "status", "
 
 
 def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
+    done = launcher.run(
         [str(BIN), *args], capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
         env=cli_env(), cwd=folder,
     )  # fmt: skip

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import launcher
 from tests.support.httpkit import mcp_client
 from tests.support.listenkit import proxy_process
 from tests.support.prereq import node, npm_entry
@@ -102,7 +103,7 @@ async def test_u2_record_then_replay_over_stdio_and_http_answers_as_the_server_d
 def test_u2_bad_input_is_one_line_and_exit_code_1(tmp_path, agent_harness_bin, args, says):
     (tmp_path / "new.cassette").write_text('{"cassette": "agent-harness", "version": 3}\n')
     argv = [str(agent_harness_bin), *(a.replace("{tmp}", str(tmp_path)) for a in args)]
-    done = subprocess.run(
+    done = launcher.run(
         argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
     )
     assert done.returncode == 1, done.stderr
@@ -112,7 +113,7 @@ def test_u2_bad_input_is_one_line_and_exit_code_1(tmp_path, agent_harness_bin, a
 
 def test_u2_help_names_the_flags(agent_harness_bin):
     for command, flag in (("record", "--max-answer-bytes"), ("replay", "--unmatched")):
-        done = subprocess.run([str(agent_harness_bin), command, "--help"], capture_output=True,
+        done = launcher.run([str(agent_harness_bin), command, "--help"], capture_output=True,
                               text=True, timeout=60)  # fmt: skip
         assert done.returncode == 0 and flag in done.stdout
 

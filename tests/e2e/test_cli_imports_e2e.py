@@ -9,6 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Start-up is the subject: real new processes, never the warm launcher.
+pytestmark = pytest.mark.fresh_process
+
 HEAVY = ("polars", "duckdb", "litellm", "runner.analysis", "runner.store")
 
 

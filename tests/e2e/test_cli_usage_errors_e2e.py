@@ -6,13 +6,12 @@ this process; here the real console script runs.
 
 from __future__ import annotations
 
-import subprocess
-
+from tests.support import launcher
 from tests.support.paths import BIN
 
 
 def test_v4_the_installed_command_prints_one_line_too():
-    done = subprocess.run(
+    done = launcher.run(
         [str(BIN), "run", "--bogus"], capture_output=True, text=True, timeout=60, check=False
     )
     assert (done.returncode, done.stdout) == (1, "")

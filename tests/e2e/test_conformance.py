@@ -27,6 +27,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.support import launcher
 from tests.support.httpkit import DEADLINE_S, running
 from tests.support.httptap import HttpTap, Wire
 from tests.support.paths import ROOT
@@ -100,7 +101,7 @@ def http_server(folder: Path) -> tuple[list[str], dict[str, str], str]:
 
 async def conformance(url: str, out: Path) -> dict[str, list[tuple[str, str]]]:
     """Run every server scenario against `url`: each scenario's (check id, status) list."""
-    proc = await asyncio.create_subprocess_exec(
+    proc = await launcher.create_subprocess_exec(
         str(BIN / "conformance"), "server", "--url", url, "--suite", "all", "-o", str(out),
         cwd=HERE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip

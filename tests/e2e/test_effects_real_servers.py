@@ -31,6 +31,7 @@ import anyio
 import pytest
 
 from runner.upstreams import stdio_command
+from tests.support import launcher
 from tests.support.httpkit import running
 from tests.support.paths import SERVERS
 
@@ -84,7 +85,7 @@ async def proxy(
             *(f"--upstream-arg={a}" for a in upstream[1:]), "--audit-tools", "off",
             "--report-file", str(tmp_path / "report.json"), *flags]  # fmt: skip
     with (tmp_path / "proxy.err").open("ab") as err:
-        proc = await asyncio.create_subprocess_exec(
+        proc = await launcher.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=err,
             limit=16 * 1024 * 1024, **popen,
         )  # fmt: skip

@@ -6,18 +6,18 @@ Moved from tests/unit/test_infile.py (the bounded reader itself is tested there,
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.support import launcher
 from tests.support.paths import BIN
 
 
 def test_v4_a_fifo_as_the_spec_gives_one_line_and_no_hang(fifo):
     # The old reader blocked in open() until someone wrote to the FIFO: a real process and a
     # bounded wait, so a regression fails on the timeout instead of hanging the suite.
-    done = subprocess.run(
+    done = launcher.run(
         [str(BIN), "run", str(fifo), "--dry-run"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 1
@@ -38,7 +38,7 @@ def test_v4_judge_on_a_bad_event_log_is_one_line(tmp_path, kind):
         path.write_bytes(b"\xff\xfe not text\n")
     if kind == "fifo":
         os.mkfifo(path)
-    done = subprocess.run(
+    done = launcher.run(
         [str(BIN), "judge", str(path)], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 1

@@ -5,13 +5,14 @@ Moved from tests/unit/test_outfile.py (the writer's other checks are tested ther
 
 from __future__ import annotations
 
-import subprocess
 import sys
+
+from tests.support import launcher
 
 
 def test_v1_dash_is_standard_output(tmp_path):
     code = "from harness.base.outfile import write_file; write_file('-', '# report\\n')"
-    done = subprocess.run(
+    done = launcher.run(
         [sys.executable, "-c", code], capture_output=True, timeout=60, cwd=tmp_path
     )
     assert done.returncode == 0 and done.stdout == b"# report\n"

@@ -19,6 +19,7 @@ import anyio
 import pytest
 
 from harness.proxy.router import MAX_CALLS_IN_FLIGHT
+from tests.support import launcher
 from tests.support.paths import SERVERS
 from tests.support.proxyproc import DEADLINE_S
 
@@ -41,7 +42,7 @@ async def test_x16_x15_calls_past_the_cap_wait_while_answers_and_cancellations_g
             f"--upstream-arg={GATED}", f"--upstream-arg={truth}",
             f"--upstream-arg={MAX_CALLS_IN_FLIGHT}", "--audit-tools", "off",
             "--report-file", str(report)]  # fmt: skip
-    proc = await asyncio.create_subprocess_exec(
+    proc = await launcher.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=(tmp_path / "stderr.txt").open("wb"), limit=1 << 20,
     )  # fmt: skip

@@ -24,6 +24,7 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from tests.support import launcher
 from tests.support.proxyproc import (
     BOOK,
     DEADLINE_S,
@@ -256,7 +257,7 @@ async def test_x6_broken_client_pipe_ends_proxy_and_upstream_without_traceback(
         agent_harness_bin, truth, report=tmp_path / "report.json", server=("--slow-ms", "300")
     )
     err = (tmp_path / "proxy.err").open("wb")
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    proc = launcher.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
     err.close()
     try:
         assert proc.stdin is not None and proc.stdout is not None
@@ -340,7 +341,7 @@ def test_o4_report_target_that_is_not_a_regular_file_is_refused_at_startup(
         os.mkfifo(target)
     truth = tmp_path / "truth.jsonl"
     argv = proxy_argv(agent_harness_bin, truth, report=target)
-    done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE_S)
+    done = launcher.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE_S)
     assert done.returncode == 1
     stderr = done.stderr.decode()
     assert str(target) in stderr and "ERROR" in stderr and "Traceback" not in stderr
@@ -354,7 +355,7 @@ async def test_o5_second_proxy_on_the_same_report_file_is_refused(agent_harness_
     async with proxy_session(agent_harness_bin, tmp_path, "--scenario", "F1") as run:
         await run.client.call_tool("create_booking", BOOK)
         before = report.read_bytes()
-        second = subprocess.run(
+        second = launcher.run(
             proxy_argv(agent_harness_bin, tmp_path / "truth2.jsonl", report=report),
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -492,7 +493,7 @@ async def test_x7_deeply_nested_arguments_are_judged_and_the_proxy_keeps_serving
 )
 def test_x8_bad_flags_exit_1_with_one_line_and_no_traceback(agent_harness_bin, tmp_path, flags):
     argv = [str(agent_harness_bin), "proxy", "--upstream-command", "true", *flags]
-    done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE_S)
+    done = launcher.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE_S)
     assert done.returncode == 1
     lines = done.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and "error" in lines[0] and "Traceback" not in lines[0]
@@ -511,7 +512,7 @@ def test_x8_upstream_command_that_does_not_exist_exits_1_with_startup_error(
         "--report-file",
         str(report),
     ]
-    done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE_S)
+    done = launcher.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE_S)
     assert done.returncode == 1
     assert missing in done.stderr.decode() and "Traceback" not in done.stderr.decode()
     final = json.loads(report.read_text())

@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from hypothesis import strategies as st
 
 from harness.base import jsonutil
 from harness.proxy.messages import Batch, Message, parse_line
+from tests.support import launcher
 from tests.support.proxyproc import INIT, INITIALIZED, scripted
 
 pytestmark = pytest.mark.slow
@@ -206,7 +206,7 @@ def test_x10_x13_x15_v7_fuzzed_sessions_answer_each_request_once_and_leave_nothi
     stdin = json.dumps(INIT).encode() + b"\n" + json.dumps(INITIALIZED).encode() + b"\n"
     client.sent[json.dumps(INIT["id"])] = 1
     stdin += b"".join(client.line(step) for step in steps)
-    done = subprocess.run(argv, input=stdin, capture_output=True, timeout=120)
+    done = launcher.run(argv, input=stdin, capture_output=True, timeout=120)
     stderr = done.stderr.decode("utf-8", "replace")
     assert done.returncode == 0, stderr
     assert "Traceback" not in stderr, stderr

@@ -17,7 +17,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ import anyio
 import pytest
 
 from harness.wire.protocol import PROTOCOL_VERSION_KEY
+from tests.support import launcher
 from tests.support.httpkit import DEADLINE_S, Running, mcp_client, running
 from tests.support.httptap import HttpTap
 from tests.support.paths import SERVERS
@@ -41,7 +41,7 @@ MESSAGE = "Add release notes"
 
 
 def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
+    done = launcher.run(
         ["git", *args], cwd=repo, check=True, capture_output=True, text=True, timeout=30,
         env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"},
     )  # fmt: skip

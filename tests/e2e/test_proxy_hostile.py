@@ -23,6 +23,7 @@ import aiohttp
 import anyio
 import pytest
 
+from tests.support import launcher
 from tests.support.httpkit import Agent, executions, running
 from tests.support.proxyproc import (
     BOOK,
@@ -46,7 +47,7 @@ root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to plant an
 
 def refused(argv: list[str], truth: Path) -> str:
     """Run a proxy that must refuse to start: exit 1, one stderr line, upstream never run."""
-    done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE_S)
+    done = launcher.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=DEADLINE_S)
     stderr = done.stderr.decode()
     assert done.returncode == 1, stderr
     assert len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr, stderr
@@ -108,7 +109,7 @@ def test_v1_a_link_planted_by_another_user_in_a_sticky_folder_is_not_followed(
 
 def _tmpfs(path: Path, size: str) -> bool:
     path.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+    done = launcher.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
                           capture_output=True, timeout=30)
     return done.returncode == 0
 
@@ -175,7 +176,7 @@ async def test_o4_a_full_event_log_answers_every_request_and_forwards_nothing_it
         code = await client.close(terminate=False)
     finally:
         if full == "tmpfs":
-            subprocess.run(["umount", "-l", str(folder)], capture_output=True, timeout=30)
+            launcher.run(["umount", "-l", str(folder)], capture_output=True, timeout=30)
     assert code == 1
     forwarded = sorted(i for i, a in answers.items() if "result" in a)
     refused = sorted(i for i, a in answers.items() if "error" in a)
@@ -203,7 +204,7 @@ async def test_o4_a_full_event_log_answers_every_request_and_forwards_nothing_it
     assert "Traceback" not in (tmp_path / "proxy.err").read_text()
     # The log holds whole lines only (the half-written one is cut off): it can be judged.
     if full != "tmpfs":  # (the tmpfs is gone; its log went with it)
-        judged = subprocess.run([str(agent_harness_bin), "judge", str(events)],
+        judged = launcher.run([str(agent_harness_bin), "judge", str(events)],
                                 capture_output=True, text=True, timeout=DEADLINE_S)
         assert judged.returncode == 0, judged.stderr
 
@@ -252,7 +253,7 @@ async def test_o4_x10_h1_a_full_event_log_under_listen_forwards_nothing_it_canno
     errors = [x for x in proxy.lines if "ERROR" in x]
     assert len(errors) == 1 and "cannot write the event log" in errors[0]
     assert "Traceback" not in proxy.stderr
-    judged = subprocess.run([str(agent_harness_bin), "judge", str(events)],
+    judged = launcher.run([str(agent_harness_bin), "judge", str(events)],
                             capture_output=True, text=True, timeout=DEADLINE_S)
     assert judged.returncode == 0, judged.stderr
 

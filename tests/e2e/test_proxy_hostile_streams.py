@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import launcher
 from tests.support.proxyproc import DEADLINE_S, INIT, INITIALIZED, scripted
 
 pytestmark = pytest.mark.slow
@@ -70,7 +71,7 @@ def test_x2_x15_stdin_and_stdout_as_regular_files_answer_a_long_call_in_flight_a
     }
     argv = scripted(agent_harness_bin, tmp_path, script, "--report-file", str(report))
     with requests.open("rb") as stdin, out.open("wb") as stdout:
-        done = subprocess.run(
+        done = launcher.run(
             argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, timeout=DEADLINE_S
         )
     stderr = done.stderr.decode()
@@ -89,7 +90,7 @@ def test_x10_a_client_that_sends_garbage_and_leaves_gets_its_parse_error(
 ):
     # `echo init | agent-harness proxy ...`
     argv = scripted(agent_harness_bin, tmp_path, {"tools": TOOLS})
-    done = subprocess.run(argv, input=b"init\n", capture_output=True, timeout=DEADLINE_S)
+    done = launcher.run(argv, input=b"init\n", capture_output=True, timeout=DEADLINE_S)
     assert done.returncode == 0 and b"Traceback" not in done.stderr
     [answer] = answers(done.stdout).values()
     assert answer["id"] is None and answer["error"]["code"] == -32700
@@ -106,7 +107,7 @@ def test_x10_a_lone_surrogate_in_a_call_is_answered_and_every_file_stays_utf8(
         b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":'
         b'{"name":"create_booking","arguments":{"guest":"Ann\\ud800"}}}'
     )
-    done = subprocess.run(
+    done = launcher.run(
         argv, input=lines(INIT, INITIALIZED, surrogate), capture_output=True, timeout=DEADLINE_S
     )
     assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
@@ -117,7 +118,7 @@ def test_x10_a_lone_surrogate_in_a_call_is_answered_and_every_file_stays_utf8(
     final = json.loads(report.read_bytes().decode("utf-8"))
     assert final["report"]["operations"][0]["arguments"] == {"guest": "Ann\ud800"}
     events.read_bytes().decode("utf-8")
-    judged = subprocess.run(
+    judged = launcher.run(
         [str(agent_harness_bin), "judge", str(events)], capture_output=True, timeout=DEADLINE_S
     )
     assert judged.returncode == 0, judged.stderr
@@ -128,7 +129,7 @@ def test_x10_tools_list_answered_as_a_batch_is_read_without_waiting_and_leaks_no
 ):
     script = {"tools": TOOLS, "list": "batch"}
     argv = scripted(agent_harness_bin, tmp_path, script, "--upstream-timeout", "600")
-    done = subprocess.run(
+    done = launcher.run(
         argv, input=lines(INIT, INITIALIZED, call(1)), capture_output=True, timeout=DEADLINE_S
     )  # far below the 600 s
     assert done.returncode == 0, done.stderr

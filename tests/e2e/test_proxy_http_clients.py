@@ -16,12 +16,12 @@ import os
 import re
 import shutil
 import socket
-import subprocess
 from typing import Any
 
 import anyio
 import pytest
 
+from tests.support import launcher
 from tests.support.httpkit import (
     DEADLINE_S,
     counting_server_argv,
@@ -55,7 +55,7 @@ def node() -> str:
 def ts_agent(node: str, sdk: str, target: list[str], calls: list[dict[str, Any]]) -> dict:
     """Run the TypeScript client once: list the tools, make `calls`; what it saw."""
     modern = ["--modern"] if sdk == "v2" else []
-    done = subprocess.run(
+    done = launcher.run(
         [node, str(TS_CLIENT), "--sdk", sdk, *modern, *target],
         input=json.dumps(calls), capture_output=True, text=True, timeout=DEADLINE_S, check=False,
     )  # fmt: skip

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
 import pytest
 
+from tests.support import launcher
 from tests.support.httpkit import Agent, counting_upstream, executions, running
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -105,7 +105,7 @@ async def test_h1_x11_f1_ghost_then_retry_over_http_is_a_duplicate_in_each_sessi
 
 @pytest.mark.parametrize("name", ["F6", "F7", "F8"])
 def test_h2_http_only_faults_need_an_agent_on_http(name, agent_harness_bin):  # H2 V5
-    done = subprocess.run(
+    done = launcher.run(
         [str(agent_harness_bin), "proxy", "--upstream-command", "true", "--scenario", name],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip

@@ -8,11 +8,11 @@ replace: the second session's report judges both sessions, or keeps the earlier 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.support import launcher
 from tests.support.proxyproc import BOOK, mcp_process, proxy_argv, proxy_session, start, via_proxy
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -44,7 +44,7 @@ async def test_x14_one_booking_in_each_of_two_sessions_is_judged_a_duplicate(
     assert final["report"]["operations"][0]["executions"] == 2
     assert "continuing the judgement of 1 earlier session" in second.stderr()
     record_file = log if record == "event-log" else Path(f"{report}.events.jsonl")
-    judged = subprocess.run([str(agent_harness_bin), "judge", str(record_file)],
+    judged = launcher.run([str(agent_harness_bin), "judge", str(record_file)],
                             capture_output=True, text=True, timeout=60)  # fmt: skip
     assert json.loads(judged.stdout)["report"] == final["report"]  # the log is the record
 
@@ -65,7 +65,7 @@ async def test_x14_an_earlier_report_without_a_record_is_kept_not_replaced(
 async def test_x14_a_second_proxy_on_the_event_log_in_use_is_refused(agent_harness_bin, tmp_path):
     log = tmp_path / "events.jsonl"
     async with proxy_session(agent_harness_bin, tmp_path, "--event-log", str(log), report=False):
-        other = subprocess.run(
+        other = launcher.run(
             proxy_argv(agent_harness_bin, tmp_path / "t2.jsonl", "--event-log", str(log)),
             input="", capture_output=True, text=True, timeout=60,
         )

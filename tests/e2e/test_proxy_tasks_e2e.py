@@ -10,12 +10,12 @@ The SDK validates every answer, so a fault in the wrong shape would show up as a
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support import launcher
 from tests.support.prereq import THIRDPARTY_DIR, node, require
 
 pytestmark = pytest.mark.slow
@@ -36,7 +36,7 @@ def run_client(
              "--report-file", str(report), *flags]  # fmt: skip
     argv = [node(), str(TS / "task_client.mjs"), tool,
             json.dumps(arguments or {"title": "Q3"}), str(times), "--", *proxy]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=THIRDPARTY_DIR)
+    done = launcher.run(argv, capture_output=True, text=True, timeout=60, cwd=THIRDPARTY_DIR)
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()], json.loads(report.read_text())
 

@@ -193,6 +193,7 @@ def test_g1_run_and_sweep_on_ray_store_what_a_local_run_stores(  # G1 G2 R1
     assert outcomes(db) == local
 
 
+@pytest.mark.fresh_process  # what a command imports
 def test_g1_a_run_without_executor_ray_never_imports_ray(spec_path: Path, tmp_path: Path) -> None:
     # Ray is an optional extra: `agent-harness run` must work without it installed.
     probe = (

@@ -25,6 +25,7 @@ import pytest
 
 from runner.matrix import expand
 from runner.spec import load_spec
+from tests.support import launcher
 from tests.support.runkit import CLI_TIMEOUT_S, E2E_LIMITS, cli_env, query
 from tests.support.specs import HOTEL, REQUEST, TRY_AGAIN, write_spec
 
@@ -59,7 +60,7 @@ def experiment(harness_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> d
         limits=E2E_LIMITS,
     )
     db = folder / "runs.duckdb"
-    done = subprocess.run(
+    done = launcher.run(
         [str(harness_bin), "run", str(spec), "--db", str(db), "--in-process", "never"],
         capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=cli_env(), cwd=folder,
     )  # fmt: skip
@@ -173,6 +174,7 @@ def _lines(stream: Any, into: queue.Queue) -> None:
     into.put(None)
 
 
+@pytest.mark.fresh_process  # its own process group, killed whole
 def test_runner_killed_mid_sweep_resumes_without_lost_or_doubled_runs(
     agent_harness_bin: Path, tmp_path: Path
 ):  # R1 R5

@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from runner.upstreams import ground_truth
+from tests.support import launcher
 from tests.support.httpkit import running
 from tests.support.runkit import CLI_TIMEOUT_S, E2E_LIMITS, cli_env, query
 from tests.support.specs import REQUEST, write_spec
@@ -25,7 +26,7 @@ pytestmark = [pytest.mark.slow]
 
 
 def run_cli(bin_path: Path, spec: Path, db: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return launcher.run(
         [str(bin_path), "run", str(spec), "--db", str(db)],
         capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=env, cwd=spec.parent,
     )  # fmt: skip

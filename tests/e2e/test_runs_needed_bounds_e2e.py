@@ -10,11 +10,12 @@ import subprocess
 
 import pytest
 
+from tests.support import launcher
 from tests.support.paths import BIN
 
 
 def runs_needed(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN), "runs-needed", *args], capture_output=True, text=True,
+    return launcher.run([str(BIN), "runs-needed", *args], capture_output=True, text=True,
                           timeout=120)  # fmt: skip
 
 

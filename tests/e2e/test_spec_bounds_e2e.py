@@ -9,13 +9,14 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from tests.support import launcher
 from tests.support.paths import BIN
 from tests.support.specs import bomb_text, huge_spec, write
 
 
 def test_v13_the_bomb_is_one_line_from_the_command_too(tmp_path: Path):
     path = write(tmp_path, bomb_text())
-    done = subprocess.run([str(BIN), "run", str(path), "--dry-run"], capture_output=True,
+    done = launcher.run([str(BIN), "run", str(path), "--dry-run"], capture_output=True,
                           text=True, timeout=120)  # fmt: skip
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "alias bomb" in done.stderr, done.stderr
@@ -23,7 +24,7 @@ def test_v13_the_bomb_is_one_line_from_the_command_too(tmp_path: Path):
 
 def test_v13_dry_run_of_the_huge_spec_is_that_one_line(tmp_path: Path):
     path = write(tmp_path, huge_spec())
-    done = subprocess.run([str(BIN), "run", str(path), "--dry-run"], capture_output=True,
+    done = launcher.run([str(BIN), "run", str(path), "--dry-run"], capture_output=True,
                           text=True, timeout=120)  # fmt: skip
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "100,000,000 runs" in done.stderr, done.stderr
@@ -46,7 +47,7 @@ def run_cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[st
     import os
 
     environ = {k: v for k, v in os.environ.items() if k != "AH_TEST_UNSET_KEY"}
-    return subprocess.run([str(BIN), *args], cwd=cwd, env={**environ, **env},
+    return launcher.run([str(BIN), *args], cwd=cwd, env={**environ, **env},
                           capture_output=True, text=True, timeout=120)  # fmt: skip
 
 

@@ -5,15 +5,15 @@ Moved from tests/unit/test_spec_names.py (the name rules themselves are tested t
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
+from tests.support import launcher
 from tests.support.paths import BIN
 
 
 def test_v2_report_experiment_given_as_a_path_is_one_line_and_writes_nothing(tmp_path):
     (tmp_path / "runs.duckdb").write_bytes(b"")  # never opened: the name is refused first
-    done = subprocess.run(
+    done = launcher.run(
         [str(BIN), "report", "--db", "runs.duckdb", "--experiment", "/abs/x"],
         cwd=tmp_path,
         capture_output=True,

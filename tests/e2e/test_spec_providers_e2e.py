@@ -9,8 +9,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.paths import BIN, ROOT
 from tests.support.specs import write_models
+
+# Start-up is the subject: real new processes, never the warm launcher.
+pytestmark = pytest.mark.fresh_process
 
 
 def test_l2_reading_a_spec_does_not_import_litellm(tmp_path):

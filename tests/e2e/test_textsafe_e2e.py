@@ -5,8 +5,7 @@ Moved from tests/unit/test_textsafe.py (the escaping itself is tested there, in 
 
 from __future__ import annotations
 
-import subprocess
-
+from tests.support import launcher
 from tests.support.paths import BIN
 
 
@@ -20,7 +19,7 @@ def test_v6_spec_text_reaches_the_terminal_escaped_in_a_dry_run(tmp_path):
         "upstreams: [{name: b, builtin: booking}]\n"
         "conversations: [{name: c, user: Book a room.}]\n"
     )
-    done = subprocess.run(
+    done = launcher.run(
         [str(BIN), "run", str(spec), "--dry-run"],
         capture_output=True,
         timeout=120,

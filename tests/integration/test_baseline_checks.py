@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 
 from runner.regression import MAX_BASELINE_DEPTH, export_summary, load_summary
 from runner.store import Store, StoreError
+from tests.support import launcher
 from tests.support.paths import BIN
 from tests.support.runkit import cli_env
 from tests.support.storekit import make_run
@@ -73,7 +73,7 @@ def test_v13_a_bad_baseline_stops_the_sweep_before_any_run(tmp_path: Path, case:
     text, fragment = BAD_BASELINES[case]
     (tmp_path / "spec.yaml").write_text(SPEC)
     (tmp_path / "baseline.json").write_text(text)
-    done = subprocess.run(
+    done = launcher.run(
         [str(BIN), "sweep", "spec.yaml", "--baseline", "baseline.json", "--db", "runs.duckdb",
          "--junit", "junit.xml"],
         cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=300,

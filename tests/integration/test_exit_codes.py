@@ -100,6 +100,7 @@ def test_v1_v5_sweep_refuses_an_unusable_output_before_running_anything(root, fl
     assert not (root / "runs.duckdb").exists()  # refused before a single run
 
 
+@pytest.mark.fresh_process  # each command once as a real new process
 @pytest.mark.parametrize("command", ["run", "sweep", "report", "judge", "benchmark"])
 def test_v5_every_command_documents_its_exit_codes_in_help(command):
     done = subprocess.run([str(BIN), command, "--help"], capture_output=True, text=True,
@@ -110,6 +111,7 @@ def test_v5_every_command_documents_its_exit_codes_in_help(command):
         assert "3 a run failed to run" in done.stdout
 
 
+@pytest.mark.fresh_process  # each command once as a real new process
 def test_v5_proxy_help_documents_its_exit_codes():
     done = subprocess.run([str(BIN), "proxy", "--help"], capture_output=True, text=True,
                           timeout=60)

@@ -18,13 +18,14 @@ import pytest
 
 from runner.store import Store, StoreError, migrations
 from runner.store.merge import merge_stores
+from tests.support import launcher
 from tests.support.paths import BIN
 from tests.support.runkit import cli_env
 from tests.support.storekit import fingerprint, make_store
 
 
 def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return launcher.run(
         [str(BIN), *args], cwd=cwd, env=cli_env(), capture_output=True, text=True, timeout=300
     )
 

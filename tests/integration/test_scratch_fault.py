@@ -11,9 +11,10 @@ fresh interpreter: the test session's own registry stays as it is.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
+
+from tests.support import launcher
 
 SCRIPT = r'''
 import json, sys
@@ -102,7 +103,7 @@ print(json.dumps(out))
 def test_h2_b1_a_scratch_fault_flows_through_flags_events_judge_and_benchmark(tmp_path: Path):
     script = tmp_path / "scratch_fault.py"
     script.write_text(SCRIPT, encoding="utf-8")
-    ran = subprocess.run(
+    ran = launcher.run(
         [sys.executable, str(script), str(tmp_path)],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )  # fmt: skip

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import duckdb
 import pytest
 import yaml
 
+from tests.support import launcher
 from tests.support.paths import BIN, COUNTING_SERVER
 
 pytestmark = pytest.mark.slow
@@ -66,7 +66,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["report", "--db", "runs.duckdb", "-o", "report.html"],
         ["report", "--db", "runs.duckdb", "--format", "md", "-o", "report.md"],
     ):
-        done = subprocess.run(
+        done = launcher.run(
             [str(BIN), *argv], cwd=root, env=env, capture_output=True, text=True, timeout=300
         )
         assert done.returncode == 0, done.stderr

@@ -22,7 +22,8 @@ from runner.store import Store
 from tests.support.paths import BIN
 from tests.support.runkit import cli_env
 
-pytestmark = pytest.mark.slow
+# Signals to a real new process: never the warm launcher.
+pytestmark = [pytest.mark.slow, pytest.mark.fresh_process]
 
 RUNS = 400  # far more than run before the signal: scripted runs take tens of milliseconds
 SPEC = f"""\

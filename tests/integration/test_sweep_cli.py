@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import launcher
+
 pytestmark = pytest.mark.slow
 
 SPEC = """\
@@ -29,7 +31,7 @@ runs: 3
 
 def sweep(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     exe = Path(sys.executable).parent / "agent-harness"
-    return subprocess.run(
+    return launcher.run(
         [str(exe), "sweep", "spec.yaml", *args], cwd=root, capture_output=True, text=True, timeout=300
     )
 

@@ -23,6 +23,7 @@ import pytest
 from runner.store import Store, StoreError, StoreOpenError, migrations
 from runner.store.merge import merge_stores
 from runner.store.opening import HARDENED
+from tests.support import launcher
 from tests.support.paths import BIN
 from tests.support.runkit import cli_env
 from tests.support.storekit import (
@@ -40,7 +41,7 @@ def cli(cwd: Path, *args: str, home: Path | None = None) -> subprocess.Completed
     env = {**cli_env(), "PLANTED_API_KEY": PLANTED}
     if home is not None:
         env["HOME"] = str(home)
-    return subprocess.run(
+    return launcher.run(
         [str(BIN), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )
 

@@ -8,6 +8,9 @@ writes one JSON line: wall seconds, the CPU of the worker itself and of the chil
 for (resource.getrusage SELF and CHILDREN deltas), and the `agent-harness` subprocesses the
 test started (argv[1]: run, sweep, proxy, ...) and its outcome. A child that is never waited for (a daemon
 left running) is not counted; everything a test starts here is waited for by its fixtures.
+A command the warm launcher ran (tests/support/launcher.py) is a child of the fork server, not
+of the worker: its CPU, as the server relays it, counts under "launched" and its name under
+"started" with " (warm)" after it; the server's own imports are not counted (once per worker).
 """
 
 from __future__ import annotations
@@ -46,6 +49,17 @@ def _command(args: object) -> str:
     return name
 
 
+def _launched() -> list[float]:
+    """The CPU of every command the warm launcher ran in this worker (appended as they end)."""
+    launcher = sys.modules.get("tests.support.launcher")
+    return launcher.LAUNCHED_CPU if launcher is not None else []
+
+
+def started_warm(args: object) -> None:
+    """Called by the launcher for a command it runs from its fork server."""
+    _started.append(_command(args) + " (warm)")
+
+
 _execute_child = subprocess.Popen._execute_child  # type: ignore[attr-defined]
 
 
@@ -73,9 +87,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  #
         yield
         return
     _started.clear()
-    wall0, (own0, kids0) = time.monotonic(), _cpu()
+    launched = _launched()
+    wall0, (own0, kids0), warm0 = time.monotonic(), _cpu(), len(launched)
     yield
     wall1, (own1, kids1) = time.monotonic(), _cpu()
+    warm_cpu = round(sum(launched[warm0:]), 3)
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     record = {
         "nodeid": item.nodeid,
@@ -83,6 +99,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  #
         "wall": round(wall1 - wall0, 3),
         "self": round(own1 - own0, 3),
         "children": round(kids1 - kids0, 3),
+        "launched": warm_cpu,
         "started": dict(collections.Counter(_started)),
         "worker": worker,
         "outcome": item.stash.get(_OUTCOME, "passed"),
@@ -100,7 +117,7 @@ def summary(folder: Path, top: int = 15) -> str:
         for line in path.read_text(encoding="utf-8").splitlines():
             r = json.loads(line)
             f = files.setdefault(r["file"], {"cpu": 0.0, "wall": 0.0, "tests": 0, "cmds": 0})
-            f["cpu"] += r["self"] + r["children"]
+            f["cpu"] += r["self"] + r["children"] + r.get("launched", 0.0)
             f["wall"] += r["wall"]
             f["tests"] += 1
             f["cmds"] += sum(n for c, n in r["started"].items() if c.startswith("agent-harness"))

@@ -22,6 +22,7 @@ from typing import Any
 import aiohttp
 import anyio
 
+from tests.support import launcher
 from tests.support.paths import COUNTING_SERVER
 from tests.support.proxyproc import BOOK
 
@@ -70,7 +71,7 @@ async def running(
     """
     kwargs.setdefault("stderr", asyncio.subprocess.PIPE)
     kwargs.setdefault("stdin", asyncio.subprocess.DEVNULL)
-    proc = await asyncio.create_subprocess_exec(*argv, **kwargs)
+    proc = await launcher.create_subprocess_exec(*argv, **kwargs)
     run = Running(proc)
 
     async def drain() -> None:

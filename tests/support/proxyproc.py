@@ -23,6 +23,7 @@ import anyio
 from mcp.client.session import ClientSession
 
 from harness.wire.transport import StreamLineReader, StreamLineWriter, mcp_streams
+from tests.support import launcher
 from tests.support.linetap import READ_LIMIT, TapReader
 from tests.support.paths import COUNTING_SERVER, SERVERS
 
@@ -99,7 +100,7 @@ def proxy_argv(
 async def start(argv: list[str], tmp_path: Path, **popen: Any) -> asyncio.subprocess.Process:
     err = (tmp_path / "proxy.err").open("ab")
     try:
-        return await asyncio.create_subprocess_exec(
+        return await launcher.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
@@ -208,7 +209,7 @@ async def mcp_process(
 ) -> AsyncIterator[tuple[ClientSession, TapReader]]:
     """An initialised SDK client over the stdio of `argv`; every line it received is tapped."""
     with stderr.open("ab") as err:
-        proc = await asyncio.create_subprocess_exec(
+        proc = await launcher.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,

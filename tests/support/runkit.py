@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import yaml
 
+from tests.support import launcher
 from tests.support.paths import BIN
 
 if TYPE_CHECKING:
@@ -21,10 +22,9 @@ E2E_LIMITS = {"run_timeout_s": 120}  # a spec's limits where every run starts re
 
 
 def cli(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """The installed command with `args` in `cwd`, its output captured as text."""
-    return subprocess.run(
-        [str(BIN), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
-    )
+    """The installed command with `args` in `cwd`, its output captured as text (from the warm
+    launcher: the same command without its imports paid again)."""
+    return launcher.run([str(BIN), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 def cli_env() -> dict[str, str]:

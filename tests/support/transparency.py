@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 
 from harness.wire.transport import StreamLineReader, StreamLineWriter
+from tests.support import launcher
 from tests.support.linetap import READ_LIMIT
 from tests.support.paths import SERVERS
 
@@ -126,7 +127,7 @@ class RawClient:
 
 async def spawn(argv: list[str], stderr: Path, cwd: Path) -> RawClient:
     with stderr.open("ab") as err:
-        proc = await asyncio.create_subprocess_exec(
+        proc = await launcher.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=err,
             limit=READ_LIMIT, cwd=cwd,
         )  # fmt: skip

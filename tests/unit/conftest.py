@@ -16,6 +16,8 @@ import subprocess
 
 import pytest
 
+from tests.support import launcher
+
 _OS_CALLS = (
     "fork", "forkpty", "posix_spawn", "posix_spawnp", "system",
     "execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp", "execlpe",
@@ -39,3 +41,5 @@ def no_process(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in _OS_CALLS:
         if hasattr(os, name):
             monkeypatch.setattr(os, name, _refuse(f"os.{name}"))
+    # and the warm launcher's fork server (tests/support/launcher.py), which forks elsewhere
+    monkeypatch.setattr(launcher, "_launch", _refuse("the warm launcher"))
