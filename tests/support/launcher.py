@@ -19,7 +19,8 @@ with `subprocess`/`asyncio` directly. Anything the launcher cannot do as a fresh
 falls back to a real process by itself: another program than the installed `agent-harness`,
 `pass_fds`/`preexec_fn`/`user`..., or an environment that differs from the server's in a
 variable read while modules import (`import_time_variable`). AGENT_HARNESS_TEST_LAUNCHER=0
-turns it off (every process fresh).
+turns it off (every process fresh); AGENT_HARNESS_TEST_LAUNCHER_LOG=FILE appends a line to FILE
+for every `agent-harness` command that started fresh, and why.
 """
 
 from __future__ import annotations
@@ -97,9 +98,12 @@ def import_time_variable(name: str) -> bool:
     return name in IMPORT_TIME_NAMES or name.startswith(IMPORT_TIME_PREFIXES)
 
 
-def differing_import_time_variables(env: dict[str, str], server_env: dict[str, str]) -> list[str]:
-    """The import-time variables whose value in `env` is not the server's."""
-    wanted = {**SERVER_DEFAULTS, **env}
+def differing_import_time_variables(
+    env: dict[str, str], server_env: dict[str, str], effects: dict[str, str]
+) -> list[str]:
+    """The import-time variables whose value in `env` is not the server's (after its imports;
+    what the imports set themselves, `effects`, a fresh process's imports set too)."""
+    wanted = {**SERVER_DEFAULTS, **effects, **env}
     names = {n for n in (*wanted, *server_env) if import_time_variable(n)}
     return sorted(n for n in names if wanted.get(n) != server_env.get(n))
 
@@ -113,6 +117,7 @@ def _threads() -> int:
 
 def _serve(path: str) -> None:
     os.environ.update(SERVER_DEFAULTS)
+    before = dict(os.environ)
     import importlib
 
     for name in WARM_MODULES:
@@ -135,7 +140,13 @@ def _serve(path: str) -> None:
     server_fds = [listener.fileno(), owner, selector.fileno()]
     children: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> (pid, connection)
 
+    # What the imports set in the environment (runner's LITELLM_LOCAL_MODEL_COST_MAP, litellm's
+    # TIKTOKEN_CACHE_DIR): a fresh process has them after its imports, so a child gets them.
+    effects = {k: v for k, v in os.environ.items() if before.get(k) != v}
     sys.stdout.buffer.write(READY)
+    sys.stdout.buffer.write(
+        json.dumps({"env": dict(os.environ), "effects": effects}).encode() + b"\n"
+    )
     sys.stdout.flush()
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -166,6 +177,7 @@ def _serve(path: str) -> None:
                 pid = os.fork()
                 if pid == 0:
                     os.close(set_up)
+                    request["env"] = {**SERVER_DEFAULTS, **effects, **request["env"]}
                     _child(request, fds, [*open_fds, conn.fileno()], set_up_w)  # never returns
                 os.close(set_up_w)
                 for fd in fds:
@@ -334,7 +346,8 @@ class _Server:
         self.lock = threading.Lock()
         self.proc: subprocess.Popen[bytes] | None = None
         self.path = ""
-        self.env: dict[str, str] = {}
+        self.env: dict[str, str] = {}  # the server's, after its imports
+        self.effects: dict[str, str] = {}  # what its imports set
         self.failed: str | None = None
 
     def address(self) -> str | None:
@@ -350,11 +363,10 @@ class _Server:
     def _start(self) -> None:
         folder = tempfile.mkdtemp(prefix="ah-launcher-")
         self.path = os.path.join(folder, "sock")
-        self.env = {**os.environ, **SERVER_DEFAULTS}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.support.launcher", self.path],
             cwd=ROOT,
-            env=self.env,
+            env={**_WORKER_ENV, **SERVER_DEFAULTS},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
         )
@@ -364,6 +376,8 @@ class _Server:
             self.proc.kill()
             self.proc.wait()
             raise RuntimeError(f"the launcher did not start: {line!r}")
+        state = json.loads(self.proc.stdout.readline())
+        self.env, self.effects = state["env"], state["effects"]
         atexit.register(self.stop)
 
     def stop(self) -> None:
@@ -385,6 +399,9 @@ def _readline_bounded(stream: Any, timeout: float) -> bytes:
     return stream.readline()
 
 
+# The worker's environment before any test changed it (or an in-process import: litellm sets
+# TIKTOKEN_CACHE_DIR when it loads); the server starts with it whenever it is first needed.
+_WORKER_ENV = dict(os.environ)
 SERVER = _Server()
 LAUNCHED_CPU: list[
     float
@@ -443,7 +460,7 @@ def _fresh_reason(
     if SERVER.address() is None:
         return "no launcher"
     differing = differing_import_time_variables(
-        dict(os.environ if env is None else env), SERVER.env
+        dict(os.environ if env is None else env), SERVER.env, SERVER.effects
     )
     if differing:
         return "import-time variables differ: " + ", ".join(differing)
@@ -498,6 +515,13 @@ class Popen(subprocess.Popen):  # type: ignore[type-arg]
             shell=shell, user=uid is not None, group=gid is not None or gids is not None,
         )  # fmt: skip
         self.fresh_reason = reason
+        if (
+            reason is not None
+            and argv is not None
+            and os.environ.get("AGENT_HARNESS_TEST_LAUNCHER_LOG")
+        ):
+            with open(os.environ["AGENT_HARNESS_TEST_LAUNCHER_LOG"], "a") as log:
+                log.write(f"{argv[1:2]} {reason}\n")
         if reason is not None:
             return super()._execute_child(
                 args, executable, preexec_fn, close_fds, pass_fds, cwd, env, startupinfo,
