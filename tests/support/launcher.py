@@ -122,6 +122,7 @@ def _serve(path: str) -> None:
 
     for name in WARM_MODULES:
         importlib.import_module(name)
+    _entry_point()  # the console script's own module, and importlib.metadata
     threaded = [m for m in THREADED_MODULES if m in sys.modules]
     assert not threaded, f"the server imported {threaded}: it would fork with their threads"
     gc.collect()
@@ -296,9 +297,7 @@ def _run_main() -> int:
 
     interrupted = False
     try:
-        from runner.cli import main
-
-        sys.exit(main())
+        sys.exit(_entry_point()())
     except SystemExit as exc:
         code = _exit_code(exc.code)
     except KeyboardInterrupt:
@@ -322,6 +321,15 @@ def _run_main() -> int:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     return code
+
+
+def _entry_point() -> Any:
+    """The function the installed `agent-harness` console script calls (its entry point in
+    the package's metadata: `runner.cli:main`, or a wrapper around it)."""
+    from importlib.metadata import entry_points
+
+    [script] = entry_points(group="console_scripts", name="agent-harness")
+    return script.load()
 
 
 def _exit_code(code: object) -> int:
