@@ -85,7 +85,7 @@ IMPORT_TIME_NAMES = frozenset(
         "NO_COLOR", "TERM", "COLUMNS", "LINES", "JUPYTER_COLUMNS", "JUPYTER_LINES", "TTY_COMPATIBLE",
         "TTY_INTERACTIVE", "DEFER_PYDANTIC_BUILD", "AIOHTTP_NO_EXTENSIONS", "AIOHTTP_SO_KEEPALIVE",
         "MCP_TOOL_PREFIX_SEPARATOR", "MCP_NPM_CACHE_DIR", "CUSTOM_TIKTOKEN_CACHE_DIR",
-        "TIKTOKEN_CACHE_DIR", "JSON_LOGS", "PROXY_BASE_URL", "SERVER_ROOT_PATH",
+        "JSON_LOGS", "PROXY_BASE_URL", "SERVER_ROOT_PATH",
         "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "HF_HOME",
     }
 )  # fmt: skip
@@ -94,7 +94,13 @@ IMPORT_TIME_NAMES = frozenset(
 SERVER_DEFAULTS = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
+# Read when used, not at import, though their prefix says otherwise (pytest sets the first).
+RUNTIME_NAMES = frozenset({"PYTHONBREAKPOINT"})
+
+
 def import_time_variable(name: str) -> bool:
+    if name in RUNTIME_NAMES:
+        return False
     return name in IMPORT_TIME_NAMES or name.startswith(IMPORT_TIME_PREFIXES)
 
 
@@ -475,6 +481,14 @@ def _fresh_reason(
     return None
 
 
+def _log_fresh(argv: list[str] | None, reason: str | None) -> None:
+    """AGENT_HARNESS_TEST_LAUNCHER_LOG=FILE: a line per `agent-harness` command started fresh."""
+    path = os.environ.get("AGENT_HARNESS_TEST_LAUNCHER_LOG")
+    if path and reason is not None and argv is not None:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(f"{argv[1:2]} {reason}\n")
+
+
 class _Status:
     """The child's end as the server relays it, read from the request's connection."""
 
@@ -523,13 +537,7 @@ class Popen(subprocess.Popen):  # type: ignore[type-arg]
             shell=shell, user=uid is not None, group=gid is not None or gids is not None,
         )  # fmt: skip
         self.fresh_reason = reason
-        if (
-            reason is not None
-            and argv is not None
-            and os.environ.get("AGENT_HARNESS_TEST_LAUNCHER_LOG")
-        ):
-            with open(os.environ["AGENT_HARNESS_TEST_LAUNCHER_LOG"], "a") as log:
-                log.write(f"{argv[1:2]} {reason}\n")
+        _log_fresh(argv, reason)
         if reason is not None:
             return super()._execute_child(
                 args, executable, preexec_fn, close_fds, pass_fds, cwd, env, startupinfo,
@@ -658,7 +666,9 @@ async def create_subprocess_exec(program: Any, *args: Any, stdin: Any = None, st
     unsupported = {
         k: kwargs.get(k) for k in ("executable", "preexec_fn", "pass_fds", "user", "group")
     }
-    if _fresh_reason(argv, env, **unsupported) is not None:
+    reason = _fresh_reason(argv, env, **unsupported)
+    _log_fresh(argv, reason)
+    if reason is not None:
         return await asyncio.create_subprocess_exec(
             program, *args, stdin=stdin, stdout=stdout, stderr=stderr, limit=limit, **kwargs
         )
