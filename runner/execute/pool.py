@@ -148,6 +148,13 @@ class ProcessPool:
     def describe(self) -> str:
         return f"{self.processes} worker processes"
 
+    async def ready(self) -> None:
+        """Wait until every worker has started (or ended): for a benchmark's start-up figure."""
+        if not self._started:
+            await self._start()
+        for worker in self._workers:
+            await worker.ready.wait()
+
     async def _start(self) -> None:
         self._started = True
         for worker in self._workers:
