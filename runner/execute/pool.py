@@ -269,12 +269,28 @@ def _warm_up() -> None:
     asyncio.run(call())
 
 
+def _threads_ended(timeout_s: float = 10.0) -> int:
+    """The threads running once those the warm-up started have ended (up to `timeout_s`).
+
+    asyncio.run ends its default executor from a helper thread, which may still be finishing
+    when asyncio.run returns: on a busy machine it was seen alive at the fork."""
+    import threading
+
+    deadline = time.monotonic() + timeout_s
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    while (threads := threads_running()) != 1 and time.monotonic() < deadline:
+        time.sleep(0.01)  # a thread that Python no longer lists, still leaving the kernel's
+    return threads
+
+
 def _serve_forks(parent: int, fds: list[int]) -> None:
     _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the pool (Ctrl-C, SIGTERM)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _warm_up()
-    threads = threads_running()
+    threads = _threads_ended()
     if threads != 1:  # forking beside another thread could copy a lock it holds
         print(f"agent-harness pool: {threads} threads running, no worker started", file=sys.stderr)
         return
@@ -289,6 +305,11 @@ def _serve_forks(parent: int, fds: list[int]) -> None:
                 for other in fds[len(children) + 1 :]:  # those before are closed already
                     os.close(other)
                 _worker(me, fd)
+            except BaseException:
+                import traceback
+
+                traceback.print_exc()  # the parent turns this worker's runs into errors
+                os._exit(1)
             finally:
                 os._exit(0)
         children.append(pid)
