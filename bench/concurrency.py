@@ -209,6 +209,8 @@ def one(mode: str, n: int, args: argparse.Namespace, folder: Path) -> str:
         url_model.terminate()
         url_model.wait()
     ideal = n * 3600 / (CALLS_PER_RUN * args.delay)
+    if args.processes is not None:
+        mode = f"{mode}, --processes {args.processes}"
     if peak.over_cap:
         return (
             f"| {mode} | {n} | stopped: the tree passed {args.max_rss_gb:g} GB of RSS "
@@ -219,8 +221,6 @@ def one(mode: str, n: int, args: argparse.Namespace, folder: Path) -> str:
     per_hour = sum(r[2] for r in rates)
     if shards > 1:
         mode = f"{mode}, {shards} shards"
-    if args.processes is not None:
-        mode = f"{mode}, --processes {args.processes}"
     whole = stored / wall * 3600
     return (
         f"| {mode} | {n} | {stored} ({errors} errors, exit {code}) | {per_hour:,.0f} "
