@@ -9,6 +9,7 @@ run is a usage error (1) and creates no store. Every command's `--help` lists it
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -150,3 +151,34 @@ def test_v5_a_caught_ctrl_c_exits_130_under_python_m_not_killed_by_sigint(tmp_pa
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 130, done.stderr
+
+
+# Ctrl-C while the console script loads the command line: the hook below sends SIGINT to the
+# process from inside the import of runner.cli, where a user's Ctrl-C in the first half second
+# lands (sitecustomize runs before the script; no timing involved).
+CTRL_C_WHILE_LOADING = """\
+import os, signal, sys
+
+class CtrlCWhileLoading:
+    def find_spec(self, name, path=None, target=None):
+        if name == "runner.cli":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlCWhileLoading())
+"""
+
+
+def test_v4_v5_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130(tmp_path):
+    # V4: no traceback, one line; V5: 130. Before, the console script imported runner.cli
+    # outside any handler and printed a KeyboardInterrupt traceback.
+    (tmp_path / "sitecustomize.py").write_text(CTRL_C_WHILE_LOADING, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [str(BIN), "run", "missing.yaml"], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.splitlines() == ["agent-harness: interrupted while starting; nothing ran"]
+    assert done.stdout == ""
