@@ -161,7 +161,7 @@ import os, signal, sys
 
 class CtrlCWhileLoading:
     def find_spec(self, name, path=None, target=None):
-        if name == "runner.cli":
+        if name == {module!r}:
             sys.meta_path.remove(self)
             os.kill(os.getpid(), signal.SIGINT)
         return None
@@ -173,12 +173,30 @@ sys.meta_path.insert(0, CtrlCWhileLoading())
 def test_v4_v5_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130(tmp_path):
     # V4: no traceback, one line; V5: 130. Before, the console script imported runner.cli
     # outside any handler and printed a KeyboardInterrupt traceback.
-    (tmp_path / "sitecustomize.py").write_text(CTRL_C_WHILE_LOADING, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    done = subprocess.run(
-        [str(BIN), "run", "missing.yaml"], cwd=tmp_path, env=env,
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    done = _ctrl_c_while_loading(tmp_path, "runner.cli", "run", "missing.yaml")
     assert done.returncode == 130, done.stderr
     assert done.stderr.splitlines() == ["agent-harness: interrupted while starting; nothing ran"]
     assert done.stdout == ""
+
+
+def _ctrl_c_while_loading(folder: Path, module: str, *args: str) -> subprocess.CompletedProcess:
+    hook = folder / "hook"
+    hook.mkdir(exist_ok=True)
+    (hook / "sitecustomize.py").write_text(CTRL_C_WHILE_LOADING.format(module=module), "utf-8")
+    return subprocess.run(
+        [str(BIN), *args], cwd=folder, env={**os.environ, "PYTHONPATH": str(hook)},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_v4_v5_ctrl_c_before_the_runs_start_is_one_line_and_exit_130(root, command):
+    # V4, V5: Ctrl-C while `run`/`sweep` loads litellm (seconds, before any run) ended silently
+    # with 130 (typer's own handling): now the same line as a Ctrl-C during the runs
+    done = _ctrl_c_while_loading(root, "litellm", command, "spec.yaml", "--db", "runs.duckdb")
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "Interrupted: every finished run is stored; run the same command again to resume."
+    ]
+    assert not (root / "runs.duckdb").exists()  # nothing half-made
