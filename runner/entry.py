@@ -13,6 +13,10 @@ def main() -> None:
     """Console-script entry point: load the command line, then run it."""
     try:
         from runner.cli import main as run_command_line
+
+        # Typer builds the commands' parsers here (a few hundred ms) before any handler of
+        # its own; Ctrl-C inside a command is the command's (its own line, 130).
+        run_command_line()
     except KeyboardInterrupt:
         # What runner.cli.app.interrupt_handled does, which may not have loaded: CPython 3.11
         # under `python -m` would otherwise end killed by SIGINT once a KeyboardInterrupt has
@@ -20,4 +24,3 @@ def main() -> None:
         exec("pass")
         print("agent-harness: interrupted while starting; nothing ran", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
-    run_command_line()

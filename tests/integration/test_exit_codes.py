@@ -179,6 +179,31 @@ def test_v4_v5_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130(tmp_
     assert done.stdout == ""
 
 
+# Ctrl-C after the command line loaded and before a command runs: while typer builds the
+# parsers (its __call__ has no handler for it). The hook lands SIGINT right there.
+CTRL_C_WHILE_PARSERS_ARE_BUILT = """\
+import os, signal, typer.main
+
+def get_command(app, _real=typer.main.get_command):
+    os.kill(os.getpid(), signal.SIGINT)
+    return _real(app)
+
+typer.main.get_command = get_command
+"""
+
+
+def test_v4_v5_ctrl_c_while_the_parsers_are_built_is_one_line_and_exit_130(tmp_path):
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(CTRL_C_WHILE_PARSERS_ARE_BUILT, encoding="utf-8")
+    done = subprocess.run(
+        [str(BIN), "report", "--db", "missing.duckdb"], cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(hook)}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.splitlines() == ["agent-harness: interrupted while starting; nothing ran"]
+
+
 def _ctrl_c_while_loading(folder: Path, module: str, *args: str) -> subprocess.CompletedProcess:
     hook = folder / "hook"
     hook.mkdir(exist_ok=True)
