@@ -267,20 +267,24 @@ def _execute(
         # stall the event loop (and its in-process proxies) and eat into their run_timeout_s.
         register_scripted_provider()
 
-    from runner.redact import Redactor
-    from runner.store import Store, StoreError
+    opened = False
+    try:  # any way out before the store is open ends the engine (an error, Ctrl-C)
+        from runner.redact import Redactor
+        from runner.store import Store, StoreError
 
-    if executor == "ray":  # before the store: a cluster that cannot be reached changes nothing
+        if executor == "ray":  # before the store: a cluster that cannot be reached changes nothing
+            try:
+                engine = _ray_engine(address, cpus_per_run)
+            except RuntimeError as exc:
+                return _error(str(exc), command)
         try:
-            engine = _ray_engine(address, cpus_per_run)
-        except RuntimeError as exc:
+            store = Store.open(db, redactor=Redactor.for_spec_text(spec_text))  # V3
+        except StoreError as exc:
             return _error(str(exc), command)
-    try:
-        store = Store.open(db, redactor=Redactor.for_spec_text(spec_text))  # V3
-    except StoreError as exc:
-        if engine is not None:
+        opened = True
+    finally:
+        if not opened and engine is not None:
             engine.close()
-        return _error(str(exc), command)
     try:
         store.save_experiment(spec.name, str(spec_path), spec_text)
         part = ", ".join((["filtered"] if only else []) + ([f"shard {shard}"] if shard else []))
