@@ -131,6 +131,7 @@ class ProcessPool:
         self.crashed = 0  # workers that ended while the sweep ran
         self._jobs = 0
         self._started = False
+        self._listeners: list[asyncio.Task[None]] = []  # held: the loop keeps weak references
         self._workers: list[_Worker] = []
         ends = []
         for index in range(processes):
@@ -159,7 +160,7 @@ class ProcessPool:
         self._started = True
         for worker in self._workers:
             reader, worker.writer = await asyncio.open_connection(sock=worker.sock)
-            asyncio.create_task(self._listen(worker, reader))
+            self._listeners.append(asyncio.create_task(self._listen(worker, reader)))
 
     async def _listen(self, worker: _Worker, reader: asyncio.StreamReader) -> None:
         while (message := await _read(reader)) is not None:
@@ -317,16 +318,14 @@ def _serve_forks(parent: int, fds: list[int]) -> None:
     while sys.stdin.buffer.read(65536):  # EOF: the parent closed the pool or died
         pass
     deadline = time.monotonic() + STOP_GRACE_S
-    for pid in children:
-        while True:
-            with contextlib.suppress(ChildProcessError):
-                if os.waitpid(pid, os.WNOHANG)[0] == 0 and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                    continue
-                with contextlib.suppress(ProcessLookupError):
+    for pid in children:  # each ends on its socket's EOF; one still there at the deadline is killed
+        with contextlib.suppress(ChildProcessError):  # reaped already
+            while os.waitpid(pid, os.WNOHANG)[0] == 0:  # not yet ended (a pid not yet reaped)
+                if time.monotonic() >= deadline:
                     os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            break
+                    os.waitpid(pid, 0)
+                    break
+                time.sleep(0.05)
 
 
 def _worker(server: int, fd: int) -> None:
