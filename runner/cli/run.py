@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 SHOWN_ERRORS = 5
-EXECUTOR_HELP = "local (this process) or ray (Ray tasks on any node of a cluster; pip install 'agent-harness\\[ray]')."
+EXECUTOR_HELP = "local (this machine: this process or its worker processes, --processes) or ray (Ray tasks on any node of a cluster; pip install 'agent-harness\\[ray]')."
 ADDRESS_HELP = "With --executor ray: HOST:PORT of a cluster's head, ray://HOST:PORT (Ray Client) or auto (a cluster `ray start` began on this machine). Default: RAY_ADDRESS, else such a cluster, else Ray started here for this sweep."
 SHARD_HELP = "Run only part I of N of the matrix (e.g. 2/4): disjoint, stable parts for a CI matrix; join the stores with `agent-harness merge`."
 CPUS_HELP = "With --executor ray: CPUs a run reserves on its node (below 1 puts several runs on one CPU, for runs that mostly wait on a model)."
