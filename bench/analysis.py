@@ -31,7 +31,7 @@ from runner.records import (  # noqa: E402
     RunRecord,
     TranscriptEntry,
 )
-from runner.store import Store  # noqa: E402
+from runner.store import RunBatch, Store  # noqa: E402
 
 MODELS = {  # model -> how likely it re-sends a write blindly after a fault
     "gpt-4o-mini": 0.7,
@@ -44,7 +44,8 @@ UPSTREAMS = ("booking", "booking-no-search")
 CONVERSATIONS = ("no follow-up", "follow-up 'please try again'")
 SCENARIOS = {"none": 0.02, "F1": 1.0, "F2": 0.6, "F3": 0.15, "F5": 0.1, "chaos(rate=0.3)": 0.3}
 ARMS = {"none": 1.0, "auto": 0.25, "ghost-write.txt": 0.5}
-BARE, WHOLE = "store: run rows only (N2's figure)", "store: whole records, one transaction"
+BARE, WHOLE = "store: run rows as columns (N2's figure)", "store: whole records, one transaction"
+COLUMNS, BARE_RECORDS = "run records -> columns (not N2)", "store: run rows from records"
 ANALYSE, HTML = "analyse (load, aggregate, drill-down)", "render HTML"
 CPU: dict[str, float] = {}  # label -> CPU seconds of the last _timed step
 PATCH_TEXT = "A timeout on a write does not tell you whether it ran. Never re-send it blindly."
@@ -202,8 +203,14 @@ def main() -> None:
         bare = [r.model_copy(update={"operations": [], "findings": [], "patches": [],
                                      "transcript": [], "duplicates": []}) for r in records]
         gc.freeze()
+        # N2's rows come as columns, the form the store writes (runner.store.rows); building
+        # them from the records is timed on its own line, and together on the next.
+        batch, t_columns = _timed(COLUMNS, RunBatch.of, bare)
         with Store.open(Path(tmp) / "bare.duckdb") as store:
-            _, t_bare = _timed(BARE, store.save_runs, bare)
+            _, t_bare = _timed(BARE, store.save_batch, batch)
+        del batch
+        with Store.open(Path(tmp) / "bare-records.duckdb") as store:
+            _, t_bare_records = _timed(BARE_RECORDS, store.save_runs, bare)
         with Store.open(db) as store:
             _, t_store = _timed(WHOLE, store.save_runs,
                                 records)
@@ -220,7 +227,10 @@ def main() -> None:
             args.html.write_text(html, encoding="utf-8")
         n2_cpu = sum(CPU[label] for label in (BARE, ANALYSE, HTML))
         print(f"{'N2: store run rows + aggregate + render HTML':<44} "
-              f"{t_bare + t_analyse + t_html:8.2f} s  (CPU {n2_cpu:.2f} s; target < 5 s)")
+              f"{t_bare + t_analyse + t_html:8.2f} s  (CPU {n2_cpu:.2f} s; goal < 1 s)")
+        print(f"{'    the same from run records':<44} "
+              f"{t_bare_records + t_analyse + t_html:8.2f} s  "
+              f"(CPU {n2_cpu - CPU[BARE] + CPU[BARE_RECORDS]:.2f} s)")
         print(f"{'    the same with whole records':<44} {t_store + t_analyse + t_html:8.2f} s  "
               f"(CPU {n2_cpu - CPU[BARE] + CPU[WHOLE]:.2f} s)")
 
