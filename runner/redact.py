@@ -24,8 +24,10 @@ Shorter values (an env value "1") are redacted where they stand, not searched fo
 Cost (N2): a store of 100,000 runs passes about two million strings through here. Most hold
 none of the patterns' keywords, which a substring test rules out before any regex runs, and run
 rows repeat the same values (names, cell ids, parameters), which are redacted once per distinct
-value. Neither shortcut changes a result (tests/unit/test_redact_fast.py compares them with the
-plain form).
+value. The store redacts a batch column by column (`column`): one screen over a column's
+values joined rules out the usual column, which holds no secret, before any value is looked
+at. No shortcut changes a result (tests/unit/test_redact_fast.py compares them with the plain
+form).
 """
 
 from __future__ import annotations

@@ -39,9 +39,9 @@ def _child_columns(child: ChildTable, runs: list[dict[str, Any]]) -> Columns:
     run_ids: list[str] = []
     positions: list[int] = []
     items: list[dict[str, Any]] = []
-    for run in runs:
-        children = run[child.field]
-        for position, item in enumerate(children):
+    field = child.field
+    for run in [run for run in runs if run[field]]:
+        for position, item in enumerate(run[field]):
             fields = item.__dict__
             # Findings of both kinds share a list; each kind keeps its place in it as idx.
             if child.kind is None or fields["kind"] == child.kind:

@@ -166,9 +166,10 @@ class Store:
 
     def save_batch(self, batch: RunBatch) -> None:
         """Store runs given as columns (`RunBatch.of`) in one transaction, redacted first (V3).
-        The batch's lists are redacted in place: it is spent once stored."""
+        The batch itself is left as it is."""
         if not len(batch):
             return
+        batch = RunBatch({table: dict(columns) for table, columns in batch.tables.items()})
         for table, columns in batch.tables.items():
             spec = schema.RUNS if table == "runs" else _CHILD_SPECS[table]
             for column in spec.columns:

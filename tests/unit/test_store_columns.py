@@ -120,8 +120,10 @@ def test_r5_v3_stored_rows_are_the_redacted_records_fields_in_batches_of_any_siz
 
 def test_r5_a_batch_of_columns_and_a_list_of_records_store_the_same_rows(tmp_path):
     records = odd_runs()
+    batch = RunBatch.of(records)
     with Store.open(tmp_path / "a.duckdb", redactor=Redactor([SECRET])) as store:
-        store.save_batch(RunBatch.of(records))
+        store.save_batch(batch)
+    assert batch.tables == RunBatch.of(records).tables  # the caller's batch is not changed
     with Store.open(tmp_path / "b.duckdb", redactor=Redactor([SECRET])) as store:
         store.save_runs(records)
     assert stored_tables(tmp_path / "a.duckdb") == stored_tables(tmp_path / "b.duckdb")
