@@ -170,7 +170,24 @@ def run_experiment(
     return EXIT_OK if outcome.complete else EXIT_RUNS_FAILED
 
 
-def execute(
+def execute(spec_path: Path, **options: Any) -> Executed | int:
+    """Run the selected matrix; an exit code when it could not start or only listed it.
+
+    Ctrl-C while the runs go is `_sweep`'s; one that lands outside them (while litellm loads,
+    the store opens, the summary prints) ends the same way: one line, 130 (V4, V5).
+    """
+    try:
+        return _execute(spec_path, **options)
+    except KeyboardInterrupt:
+        code = interrupt_handled()
+        say(f"\nInterrupted: {AFTER_A_STOP}")
+        return code
+
+
+AFTER_A_STOP = "every finished run is stored; run the same command again to resume."
+
+
+def _execute(
     spec_path: Path,
     *,
     db: Path,
@@ -186,7 +203,6 @@ def execute(
     shard: str | None = None,
     cpus_per_run: float = 1.0,
 ) -> Executed | int:
-    """Run the selected matrix; an exit code when it could not start or only listed it."""
     from runner.matrix import describe, expand, parse_shard, select
     from runner.matrix import shard as shard_of
     from runner.spec import load_spec, unset_variables
@@ -302,7 +318,7 @@ def _sweep(
     except Terminated:
         stopped, how = EXIT_TERMINATED, "Terminated (SIGTERM)"
     if stopped is not None:  # V14: SIGTERM ends like Ctrl-C; the caller writes what ran
-        say(f"\n{how}: every finished run is stored; run the same command again to resume.")
+        say(f"\n{how}: {AFTER_A_STOP}")
         runs = store.load_runs(spec.name, columns=["run_id", "status"])
         return replace(_outcome(spec, cells, runs, retry_errors, quiet=True), interrupted=stopped)
     if result.resumed:
