@@ -145,7 +145,7 @@ def test_r5_a_value_arrow_cannot_store_is_one_store_error_and_nothing_is_written
         assert store.count("runs") == 0
 
 
-def test_v3_saved_at_is_now_in_utc(tmp_path):
+def test_r5_saved_at_is_now_in_utc(tmp_path):
     before = datetime.now(UTC).replace(tzinfo=None)
     with Store.open(tmp_path / "runs.duckdb") as store:
         store.save_runs([make_run("r")])
