@@ -1,7 +1,7 @@
 """Benchmark (issue 24): N runs in flight against a model that answers after a fixed delay.
 
     .venv/bin/python bench/concurrency.py [--n 10 50 200] [--modes subprocess in-process]
-        [--delay 1.0] [--runs-per-slot 3] [--max-rss-gb 8]
+        [--delay 1.0] [--runs-per-slot 3] [--max-rss-gb 8] [--processes N]
 
 A benchmark script, not a test: it prints one row per (mode, N). Each row runs
 `agent-harness run` as a user does, against bench/slow_model.py (an OpenAI-compatible endpoint
@@ -11,7 +11,9 @@ so a run spends 2 x delay in its model) and the built-in booking upstream under 
 
 - subprocess: `--in-process never`, a real `agent-harness proxy` and upstream process per run
   (what `run` does for any upstream that is not built in);
-- in-process: `--in-process always`, the same proxy code and upstream in the runner's process.
+- in-process: `--in-process always`, the same proxy code and upstream in the runner's process
+  (or in its worker processes: `run` spreads the runs over one per core from 40 runs per
+  process; `--processes N` passes its flag, 1 keeps every run in the runner's process).
 
 Figures: runs/hour once the first run has ended (the runs started after it, over the time
 from it to the last finish, read from the store: the runner's start-up and the first wave's
@@ -180,6 +182,8 @@ def one(mode: str, n: int, args: argparse.Namespace, folder: Path) -> str:
             db = folder / f"{mode}-{n}-{i}.duckdb"
             part = ["--shard", f"{i}/{shards}", "--concurrency", str(n // shards)]
             command = [str(BIN), "run", str(path), "--db", str(db), "--in-process", in_process]
+            if args.processes is not None:
+                command += ["--processes", str(args.processes)]
             err = (folder / f"{mode}-{n}-{i}.err").open("w")
             procs.append(
                 subprocess.Popen(
@@ -205,6 +209,8 @@ def one(mode: str, n: int, args: argparse.Namespace, folder: Path) -> str:
         url_model.terminate()
         url_model.wait()
     ideal = n * 3600 / (CALLS_PER_RUN * args.delay)
+    if args.processes is not None:
+        mode = f"{mode}, --processes {args.processes}"
     if peak.over_cap:
         return (
             f"| {mode} | {n} | stopped: the tree passed {args.max_rss_gb:g} GB of RSS "
@@ -238,6 +244,9 @@ def main() -> int:
         "--shards", type=int, default=1,
         help="in-process: split the runs over this many runner processes (run --shard i/K)",
     )  # fmt: skip
+    parser.add_argument(
+        "--processes", type=int, help="pass `--processes N` to run (default: run's own choice)"
+    )
     parser.add_argument("--keep", type=Path, help="keep specs, stores and stderr in this folder")
     args = parser.parse_args()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())

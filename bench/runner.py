@@ -1,6 +1,7 @@
 """Benchmark (N2): 1,000 scripted runs with the built-in upstreams in process, stored in DuckDB.
 
-    .venv/bin/python bench/runner.py [--runs 25] [--concurrency 4] [--db PATH] [--profile OUT]
+    .venv/bin/python bench/runner.py [--runs 25] [--concurrency 4] [--processes N] [--db PATH]
+        [--profile OUT]
 
 A benchmark script, not a test: it prints the figures. The experiment is the design of
 experiments/example.yaml (F1, booking and booking-nosearch, with and without "please try
@@ -8,7 +9,12 @@ again", patch arms none and auto) with a fifth scripted model (parallel-naive): 
 2 patch arms x 2 upstreams x 2 conversations = 40 cells, x `--runs` (25) = 1,000 runs. The
 spec is generated in a temporary folder; nothing under the repository is written.
 
+The runs go to worker processes as `agent-harness run` sends them (`--processes`, default as
+`run` chooses: one per core for 1,000 runs; 1 runs them in this process, the earlier figures).
+
 Figures:
+- start-up: the imports (with worker processes: until every worker is ready, the fork
+  server's import of litellm included);
 - sweep: wall time of `run_sweep` (every run executed and stored the moment it ends, as
   `agent-harness run` does), runs/s;
 - store inside the sweep: the wall time spent in `Store.save_runs` during the sweep (each
@@ -28,6 +34,8 @@ import cProfile
 import os
 import platform
 import pstats
+import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -89,6 +97,11 @@ class TimedStore:
         return getattr(self._store, name)
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def machine() -> str:
     """CPU model, cores, load, Python: enough to compare figures between machines."""
     cpu = platform.processor() or "unknown CPU"
@@ -113,43 +126,69 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--db", type=Path, help="DuckDB file (default: a temp file)")
     parser.add_argument("--profile", type=Path, help="write cProfile stats of the sweep here")
+    parser.add_argument(
+        "--processes", type=int, help="worker processes (default: as `run` chooses; 1: none)"
+    )
     args = parser.parse_args()
 
     print(f"machine: {machine()}")
     started, cpu_started = time.perf_counter(), time.process_time()
-    from runner.agent.scripted import register_scripted_provider
     from runner.execute import run_sweep
+    from runner.execute.pool import ProcessPool, processes_for
     from runner.matrix import expand
     from runner.spec import load_spec
     from runner.store import Store
 
     own_s, own_cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
-    register_scripted_provider()  # imports litellm: start-up, not part of the sweep
-    import_s = time.perf_counter() - started
-    litellm_s, litellm_cpu_s = import_s - own_s, time.process_time() - cpu_started - own_cpu_s
+    folder = Path(tempfile.mkdtemp(prefix="agent-harness-bench-"))
+    spec = load_spec(write_spec(folder, args.runs, args.concurrency))
+    cells = expand(spec)
+    processes = processes_for(len(cells), args.processes)
+    pool = ProcessPool(spec, processes) if processes > 1 else None
+    if pool is None:
+        from runner.agent.scripted import register_scripted_provider
 
-    with tempfile.TemporaryDirectory(prefix="agent-harness-bench-") as tmp:
-        folder = Path(tmp)
-        spec = load_spec(write_spec(folder, args.runs, args.concurrency))
-        cells = expand(spec)
+        register_scripted_provider()  # imports litellm: start-up, not part of the sweep
+    litellm_s = time.perf_counter() - started - own_s
+    litellm_cpu_s = time.process_time() - cpu_started - own_cpu_s
+
+    async def sweep(store: Any) -> tuple[Any, float, float, float]:
+        if pool is not None:
+            await pool.ready()  # the fork server's imports: start-up, not part of the sweep
+        ready_s = time.perf_counter() - started
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        result = await run_sweep(
+            spec, cells, store, resume=False, **({"execute": pool} if pool else {})
+        )
+        return result, ready_s, time.perf_counter() - t0, time.process_time() - cpu0
+
+    try:
         db = args.db or folder / "runs.duckdb"
         store = TimedStore(Store.open(db))
-        print(
-            f"{len(cells)} runs ({len(cells) // spec.runs} cells x {spec.runs}), "
-            f"concurrency {spec.concurrency}, in process; start-up (imports) {import_s:.1f} s: "
-            f"the runner's {own_s:.2f} s ({own_cpu_s:.2f} s CPU), litellm's {litellm_s:.2f} s "
-            f"({litellm_cpu_s:.2f} s CPU)"
-        )
         profiler = cProfile.Profile() if args.profile else None
         if profiler:
             profiler.enable()
-        t0, cpu0 = time.perf_counter(), time.process_time()
-        result = asyncio.run(run_sweep(spec, cells, store, resume=False))
-        sweep_s, sweep_cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
+        children_cpu0 = _children_cpu_s()
+        result, import_s, sweep_s, sweep_cpu_s = asyncio.run(sweep(store))
         load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        if pool is not None:
+            pool.close()  # the workers' CPU counts once they are waited for
+        workers_cpu_s = _children_cpu_s() - children_cpu0
         if profiler:
             profiler.disable()
             profiler.dump_stats(str(args.profile))
+        where = f"on {processes} worker processes" if pool else "in process"
+        print(
+            f"{len(cells)} runs ({len(cells) // spec.runs} cells x {spec.runs}), "
+            f"concurrency {spec.concurrency}, {where}; start-up (imports) {import_s:.1f} s: "
+            f"the runner's {own_s:.2f} s ({own_cpu_s:.2f} s CPU), then "
+            + (
+                f"{import_s - own_s:.2f} s until the workers were ready (the fork server imports "
+                "litellm)"
+                if pool
+                else f"litellm's {litellm_s:.2f} s ({litellm_cpu_s:.2f} s CPU)"
+            )
+        )
         records = result.records
         statuses = Counter(r.status for r in records)
         verdicts = Counter(r.verdict for r in records)
@@ -166,6 +205,8 @@ def main() -> int:
             fresh.save_runs(records)
             batch_s = time.perf_counter() - t0
         store.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
     n = len(records)
     print(f"runs finished: {n} ({dict(statuses)}); verdicts: {dict(verdicts)}")
@@ -178,6 +219,11 @@ def main() -> int:
         f"  CPU of this process during the sweep: {sweep_cpu_s:.1f} s (all threads), "
         f"{sweep_cpu_s / max(n, 1) * 1000:.0f} ms per run; load average after: {load_after:.2f}"
     )
+    if pool is not None:
+        print(
+            f"  CPU of the fork server and workers: {workers_cpu_s:.1f} s (start-up included), "
+            f"{workers_cpu_s / max(n, 1) * 1000:.0f} ms per run"
+        )
     batches = store.batches
     print(
         f"  storing during the sweep: {store.save_s:.1f} s in {len(batches)} transactions "

@@ -37,10 +37,11 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 SHOWN_ERRORS = 5
-EXECUTOR_HELP = "local (this process) or ray (Ray tasks on any node of a cluster; pip install 'agent-harness\\[ray]')."
+EXECUTOR_HELP = "local (this machine: this process or its worker processes, --processes) or ray (Ray tasks on any node of a cluster; pip install 'agent-harness\\[ray]')."
 ADDRESS_HELP = "With --executor ray: HOST:PORT of a cluster's head, ray://HOST:PORT (Ray Client) or auto (a cluster `ray start` began on this machine). Default: RAY_ADDRESS, else such a cluster, else Ray started here for this sweep."
 SHARD_HELP = "Run only part I of N of the matrix (e.g. 2/4): disjoint, stable parts for a CI matrix; join the stores with `agent-harness merge`."
 CPUS_HELP = "With --executor ray: CPUs a run reserves on its node (below 1 puts several runs on one CPU, for runs that mostly wait on a model)."
+PROCESSES_HELP = "With --executor local: worker processes the runs are spread over (1: all in this process). Default: one per core when there are at least 40 runs per process, else 1. --concurrency stays the total in flight; this process alone writes the store."
 
 
 def run_command(
@@ -97,6 +98,9 @@ def run_command(
     cpus_per_run: Annotated[
         float, typer.Option("--cpus-per-run", min=0.01, max=64, help=CPUS_HELP)
     ] = 1.0,
+    processes: Annotated[
+        int | None, typer.Option("--processes", min=1, max=64, help=PROCESSES_HELP)
+    ] = None,
 ) -> None:
     """Run an experiment: every cell of the matrix, each run judged by the proxy, stored in DuckDB.
 
@@ -118,6 +122,7 @@ def run_command(
             address=address,
             shard=shard,
             cpus_per_run=cpus_per_run,
+            processes=processes,
         )
     )
 
@@ -156,12 +161,13 @@ def run_experiment(
     address: str | None = None,
     shard: str | None = None,
     cpus_per_run: float = 1.0,
+    processes: int | None = None,
 ) -> int:
     """The `run` command; returns its exit code (0 also when runs found duplicates)."""
     outcome = execute(
         spec_path, db=db, concurrency=concurrency, resume=resume, retry_errors=retry_errors,
         only=only, dry_run=dry_run, in_process=in_process, executor=executor, address=address,
-        shard=shard, cpus_per_run=cpus_per_run,
+        shard=shard, cpus_per_run=cpus_per_run, processes=processes,
     )  # fmt: skip
     if isinstance(outcome, int):
         return outcome
@@ -170,7 +176,24 @@ def run_experiment(
     return EXIT_OK if outcome.complete else EXIT_RUNS_FAILED
 
 
-def execute(
+def execute(spec_path: Path, **options: Any) -> Executed | int:
+    """Run the selected matrix; an exit code when it could not start or only listed it.
+
+    Ctrl-C while the runs go is `_sweep`'s; one that lands outside them (while litellm loads,
+    the store opens, the summary prints) ends the same way: one line, 130 (V4, V5).
+    """
+    try:
+        return _execute(spec_path, **options)
+    except KeyboardInterrupt:
+        code = interrupt_handled()
+        say(f"\nInterrupted: {AFTER_A_STOP}")
+        return code
+
+
+AFTER_A_STOP = "every finished run is stored; run the same command again to resume."
+
+
+def _execute(
     spec_path: Path,
     *,
     db: Path,
@@ -185,8 +208,8 @@ def execute(
     address: str | None = None,
     shard: str | None = None,
     cpus_per_run: float = 1.0,
+    processes: int | None = None,
 ) -> Executed | int:
-    """Run the selected matrix; an exit code when it could not start or only listed it."""
     from runner.matrix import describe, expand, parse_shard, select
     from runner.matrix import shard as shard_of
     from runner.spec import load_spec, unset_variables
@@ -201,6 +224,8 @@ def execute(
         return _error("--address works only with --executor ray", command)
     if executor != "ray" and cpus_per_run != 1.0:
         return _error("--cpus-per-run works only with --executor ray", command)
+    if executor == "ray" and processes is not None:
+        return _error("--processes works only with --executor local", command)
     if problem := store_name_problem(db):  # V8: the runs go to a file, never to memory
         return _error(f"--db: {problem}", command)
     try:
@@ -228,26 +253,38 @@ def execute(
     if in_process == "always" and any(c.upstream.builtin is None for c in cells):
         return _error("--in-process always works only with built-in upstreams", command)
 
-    from runner.agent.scripted import register_scripted_provider
-    from runner.redact import Redactor
-    from runner.store import Store, StoreError
+    from runner.execute.pool import processes_for
 
-    # Importing litellm takes seconds: here, not inside the first runs, where it would stall
-    # the event loop (and its in-process proxies) and eat into their run_timeout_s.
-    register_scripted_provider()
+    engine: Any = None
+    if executor == "local" and (workers := processes_for(len(cells), processes)) > 1:
+        # G3: the fork server imports litellm beside this process's own start; this one
+        # never imports it.
+        engine = _PoolEngine(spec, workers)
+    else:
+        from runner.agent.scripted import register_scripted_provider
 
-    engine = None
-    if executor == "ray":  # before the store: a cluster that cannot be reached changes nothing
+        # Importing litellm takes seconds: here, not inside the first runs, where it would
+        # stall the event loop (and its in-process proxies) and eat into their run_timeout_s.
+        register_scripted_provider()
+
+    opened = False
+    try:  # any way out before the store is open ends the engine (an error, Ctrl-C)
+        from runner.redact import Redactor
+        from runner.store import Store, StoreError
+
+        if executor == "ray":  # before the store: a cluster that cannot be reached changes nothing
+            try:
+                engine = _ray_engine(address, cpus_per_run)
+            except RuntimeError as exc:
+                return _error(str(exc), command)
         try:
-            engine = _ray_engine(address, cpus_per_run)
-        except RuntimeError as exc:
+            store = Store.open(db, redactor=Redactor.for_spec_text(spec_text))  # V3
+        except StoreError as exc:
             return _error(str(exc), command)
-    try:
-        store = Store.open(db, redactor=Redactor.for_spec_text(spec_text))  # V3
-    except StoreError as exc:
-        if engine is not None:
+        opened = True
+    finally:
+        if not opened and engine is not None:
             engine.close()
-        return _error(str(exc), command)
     try:
         store.save_experiment(spec.name, str(spec_path), spec_text)
         part = ", ".join((["filtered"] if only else []) + ([f"shard {shard}"] if shard else []))
@@ -285,7 +322,7 @@ def _sweep(
             else ""
         )
         + f"; storing in {db}"
-        + (f"; running on Ray ({engine.describe()})" if engine is not None else "")
+        + (f"; running on {engine.describe()}" if engine is not None else "")
     )
     execute = {"execute": engine.execute} if engine is not None else {}
     stopped = None
@@ -302,15 +339,20 @@ def _sweep(
     except Terminated:
         stopped, how = EXIT_TERMINATED, "Terminated (SIGTERM)"
     if stopped is not None:  # V14: SIGTERM ends like Ctrl-C; the caller writes what ran
-        say(f"\n{how}: every finished run is stored; run the same command again to resume.")
+        say(f"\n{how}: {AFTER_A_STOP}")
         runs = store.load_runs(spec.name, columns=["run_id", "status"])
         return replace(_outcome(spec, cells, runs, retry_errors, quiet=True), interrupted=stopped)
     if result.resumed:
         say(f"{result.resumed} runs were already stored and were skipped (resume).")
-    if engine is not None and engine.execute.lost:
+    if engine is not None and getattr(engine.execute, "lost", 0):
         say(
             f"{engine.execute.lost} Ray tasks were lost with their node or worker; "
             "their runs were sent again."
+        )
+    if engine is not None and getattr(engine.execute, "crashed", 0):
+        say(
+            f"{engine.execute.crashed} worker processes ended during the sweep; the runs they "
+            "held are stored as errors (--retry-errors runs them again)."
         )
     for line in result.blocked:
         say(f"not run: {line}")
@@ -424,12 +466,27 @@ class _RayEngine:
     def describe(self) -> str:
         from runner.execute.ray_executor import describe_cluster
 
-        return describe_cluster(self.nodes, self.cpus, self.execute.cpus_per_run)
+        return f"Ray ({describe_cluster(self.nodes, self.cpus, self.execute.cpus_per_run)})"
 
     def close(self) -> None:
         from runner.execute.ray_executor import disconnect
 
         disconnect()
+
+
+class _PoolEngine:
+    """Worker processes on this machine (G3) and the `execute` step that sends runs to them."""
+
+    def __init__(self, spec: ExperimentSpec, processes: int) -> None:
+        from runner.execute.pool import ProcessPool
+
+        self.execute = ProcessPool(spec, processes)
+
+    def describe(self) -> str:
+        return self.execute.describe()
+
+    def close(self) -> None:
+        self.execute.close()
 
 
 def _ray_engine(address: str | None, cpus_per_run: float) -> _RayEngine:

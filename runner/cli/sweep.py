@@ -15,7 +15,7 @@ from harness.base.textsafe import terminal
 from runner.cli.app import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, EXIT_RUNS_FAILED
 from runner.cli.app import print_error as _error  # one line per problem
 from runner.cli.report import default_report_path, report
-from runner.cli.run import ADDRESS_HELP, CPUS_HELP, EXECUTOR_HELP, execute
+from runner.cli.run import ADDRESS_HELP, CPUS_HELP, EXECUTOR_HELP, PROCESSES_HELP, execute
 
 if TYPE_CHECKING:
     from runner.regression import Summary
@@ -53,6 +53,9 @@ def sweep_command(
     cpus_per_run: Annotated[
         float, typer.Option("--cpus-per-run", min=0.01, max=64, help=CPUS_HELP)
     ] = 1.0,
+    processes: Annotated[
+        int | None, typer.Option("--processes", min=1, max=64, help=PROCESSES_HELP)
+    ] = None,
 ) -> None:
     """Regression sweep: run (resumably), compare duplicate rates with a baseline.
 
@@ -61,7 +64,7 @@ def sweep_command(
     raise typer.Exit(
         sweep(
             spec, baseline, db, junit, out, export_baseline, concurrency,
-            executor=executor, address=address, cpus_per_run=cpus_per_run,
+            executor=executor, address=address, cpus_per_run=cpus_per_run, processes=processes,
         )
     )  # fmt: skip
 
@@ -108,6 +111,7 @@ def sweep(
     executor: str = "local",
     address: str | None = None,
     cpus_per_run: float = 1.0,
+    processes: int | None = None,
 ) -> int:
     """Run (resumably), compare with the baseline, write JUnit + HTML.
 
@@ -129,7 +133,7 @@ def sweep(
     executed = execute(
         spec, db=db, concurrency=concurrency, resume=True, retry_errors=False, only=[],
         dry_run=False, in_process=None, command="sweep", executor=executor, address=address,
-        cpus_per_run=cpus_per_run,
+        cpus_per_run=cpus_per_run, processes=processes,
     )  # fmt: skip
     if isinstance(executed, int):
         return executed

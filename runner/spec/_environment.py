@@ -122,12 +122,10 @@ class Upstream(Frozen):
     @field_validator("builtin")
     @classmethod
     def _known_builtin(cls, kind: str | None) -> str | None:
-        # Imported here: the servers pull in the MCP SDK (a second), which reading a spec
-        # without built-ins, or code that only needs the types, should not pay for.
-        from runner.upstreams import BUILTIN_UPSTREAMS
+        from runner.upstreams.kinds import KINDS  # the names only: not the servers
 
-        if kind is not None and kind not in BUILTIN_UPSTREAMS:
-            known = sorted(BUILTIN_UPSTREAMS)
+        if kind is not None and kind not in KINDS:
+            known = sorted(KINDS)
             raise ValueError(
                 f"unknown built-in upstream {kind!r}{did_you_mean(kind, known)}; "
                 f"known: {', '.join(known)}"

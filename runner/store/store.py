@@ -17,11 +17,12 @@ from runner.records import RunRecord
 from runner.redact import Redactor
 from runner.store import migrations, opening, schema
 from runner.store.errors import StoreError, first_line
-from runner.store.rows import child_tables, runs_table, utc_naive
+from runner.store.rows import RunBatch, utc_naive
 
 DEFAULT_PATH = Path("reports/runs.duckdb")
 
 CHILD_TABLES = tuple(child.name for child in schema.CHILD_TABLES)
+_CHILD_SPECS = {child.name: child.spec for child in schema.CHILD_TABLES}
 
 Experiments = str | Sequence[str] | None
 
@@ -107,14 +108,13 @@ class Store:
         for i, name in enumerate(rows.column_names):
             if not pa.types.is_string(rows.schema.field(i).type):
                 continue
-            if table == "experiments" and name == "spec_text":
-                scrub = self.redactor.spec_text
-            elif table == "runs" and name == "model_params_json":
-                scrub = self._params_json
-            else:
-                scrub = self.redactor.text
             values = rows.column(i).to_pylist()
-            clean = [None if v is None else scrub(v) for v in values]
+            if table == "experiments" and name == "spec_text":
+                clean = [None if v is None else self.redactor.spec_text(v) for v in values]
+            elif table == "runs" and name == "model_params_json":
+                clean = [None if v is None else self._params_json(v) for v in values]
+            else:
+                clean = self.redactor.column(values)
             if clean != values:
                 rows = rows.set_column(i, name, pa.array(clean, type=pa.string()))
         return rows
@@ -162,11 +162,28 @@ class Store:
 
     def save_runs(self, records: Iterable[RunRecord]) -> None:
         """Store a batch of runs in one transaction; within the batch the last of an id wins."""
-        by_id = {r.run_id: self.redactor.record(r) for r in records}
-        if not by_id:
+        self.save_batch(RunBatch.of(records))
+
+    def save_batch(self, batch: RunBatch) -> None:
+        """Store runs given as columns (`RunBatch.of`) in one transaction, redacted first (V3).
+        The batch itself is left as it is."""
+        if not len(batch):
             return
-        batch = list(by_id.values())
-        tables = {"runs": runs_table(batch, datetime.now(UTC)), **child_tables(batch)}
+        batch = RunBatch({table: dict(columns) for table, columns in batch.tables.items()})
+        for table, columns in batch.tables.items():
+            spec = schema.RUNS if table == "runs" else _CHILD_SPECS[table]
+            for column in spec.columns:
+                if column.sql != "VARCHAR" or column.name not in columns:
+                    continue
+                values = columns[column.name]
+                if table == "runs" and column.name == "model_params_json":
+                    columns[column.name] = [self.redactor.params_json(v) for v in values]
+                else:
+                    columns[column.name] = self.redactor.column(values)
+        try:
+            tables = batch.arrow(datetime.now(UTC))
+        except (pa.ArrowException, OverflowError) as err:
+            raise StoreError(f"cannot save runs to {self.path}: {first_line(err)}") from err
         self._write(tables)
 
     def _write(self, tables: dict[str, pa.Table]) -> None:

@@ -7,21 +7,53 @@ in process with `serve(...)`; ask the ledger
 what really happened with `ground_truth(...)` and `real_rows(...)`.
 """
 
-from runner.upstreams._fields import clean_text, match_key, to_minor_units
-from runner.upstreams._registry import (
-    BUILTIN_UPSTREAMS,
-    BuiltinUpstream,
-    builtin,
-    ground_truth,
-    http_command,
-    ledger_facts,
-    real_rows,
-    serve,
-    stdio_command,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from runner.upstreams.kinds import KINDS
+
+if TYPE_CHECKING:
+    from runner.upstreams._fields import clean_text, match_key, to_minor_units
+    from runner.upstreams._registry import (
+        BUILTIN_UPSTREAMS,
+        BuiltinUpstream,
+        builtin,
+        ground_truth,
+        http_command,
+        ledger_facts,
+        real_rows,
+        serve,
+        stdio_command,
+    )
+
+# The face is loaded on first use: the servers import the MCP SDK (about a second of CPU),
+# which code that only reads a spec (KINDS) should not pay for.
+_WHERE = {
+    **dict.fromkeys(("clean_text", "match_key", "to_minor_units"), "runner.upstreams._fields"),
+    **dict.fromkeys(
+        (
+            "BUILTIN_UPSTREAMS", "BuiltinUpstream", "builtin", "ground_truth", "http_command",
+            "ledger_facts", "real_rows", "serve", "stdio_command",
+        ),
+        "runner.upstreams._registry",
+    ),
+}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'runner.upstreams' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BUILTIN_UPSTREAMS",
+    "KINDS",
     "BuiltinUpstream",
     "builtin",
     "clean_text",

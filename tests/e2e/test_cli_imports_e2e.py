@@ -102,3 +102,15 @@ def test_the_planner_and_the_proxy_load_no_table_library(tmp_path: Path):
     assert _loaded_by(planner, TABLE_LIBRARIES, tmp_path) == []
     proxy = ["proxy", "--upstream-command", sys.executable, "--upstream-arg", str(SERVER)]
     assert _loaded_by(proxy, TABLE_LIBRARIES, tmp_path) == []
+
+
+def test_a_dry_run_of_a_spec_with_built_in_upstreams_loads_neither_their_servers_nor_a_model(
+    tmp_path: Path,
+):
+    # Issue 24 item 1, V4: checking a spec (`--dry-run`, or a spec refused) needs the built-in
+    # kinds' names, not their servers and the MCP SDK behind them (~1.5 s of imports)
+    spec = Path(__file__).resolve().parents[2] / "experiments" / "example.yaml"
+    loaded = _loaded_by(
+        ["run", str(spec), "--dry-run"], ("mcp", "runner.upstreams._registry", "litellm"), tmp_path
+    )
+    assert loaded == []

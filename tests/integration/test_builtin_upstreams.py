@@ -416,3 +416,10 @@ def test_r4_stdio_command_runs_the_package_with_its_ledger(kind, tmp_path):
 def test_r4_unknown_kind_names_the_known_ones(tmp_path):
     with pytest.raises(ValueError, match="booking-nosearch"):
         stdio_command("hotel", tmp_path / "x.sqlite")
+
+
+def test_r4_the_kinds_a_spec_is_checked_against_are_the_built_in_upstreams():
+    # runner.upstreams.kinds names them without loading the servers (a spec check, --dry-run)
+    from runner.upstreams import KINDS
+
+    assert KINDS == tuple(BUILTIN_UPSTREAMS)

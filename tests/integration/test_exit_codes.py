@@ -9,6 +9,7 @@ run is a usage error (1) and creates no store. Every command's `--help` lists it
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -152,3 +153,77 @@ def test_v5_a_caught_ctrl_c_exits_130_under_python_m_not_killed_by_sigint(tmp_pa
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 130, done.stderr
+
+
+# Ctrl-C while the console script loads the command line: the hook below sends SIGINT to the
+# process from inside the import of runner.cli, where a user's Ctrl-C in the first half second
+# lands (sitecustomize runs before the script; no timing involved).
+CTRL_C_WHILE_LOADING = """\
+import os, signal, sys
+
+class CtrlCWhileLoading:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlCWhileLoading())
+"""
+
+
+def test_v4_v5_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130(tmp_path):
+    # V4: no traceback, one line; V5: 130. Before, the console script imported runner.cli
+    # outside any handler and printed a KeyboardInterrupt traceback.
+    done = _ctrl_c_while_loading(tmp_path, "runner.cli", "run", "missing.yaml")
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.splitlines() == ["agent-harness: interrupted while starting; nothing ran"]
+    assert done.stdout == ""
+
+
+# Ctrl-C after the command line loaded and before a command runs: while typer builds the
+# parsers (its __call__ has no handler for it). The hook lands SIGINT right there.
+CTRL_C_WHILE_PARSERS_ARE_BUILT = """\
+import os, signal, typer.main
+
+def get_command(app, _real=typer.main.get_command):
+    os.kill(os.getpid(), signal.SIGINT)
+    return _real(app)
+
+typer.main.get_command = get_command
+"""
+
+
+def test_v4_v5_ctrl_c_while_the_parsers_are_built_is_one_line_and_exit_130(tmp_path):
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(CTRL_C_WHILE_PARSERS_ARE_BUILT, encoding="utf-8")
+    done = subprocess.run(
+        [str(BIN), "report", "--db", "missing.duckdb"], cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(hook)}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.splitlines() == ["agent-harness: interrupted while starting; nothing ran"]
+
+
+def _ctrl_c_while_loading(folder: Path, module: str, *args: str) -> subprocess.CompletedProcess:
+    hook = folder / "hook"
+    hook.mkdir(exist_ok=True)
+    (hook / "sitecustomize.py").write_text(CTRL_C_WHILE_LOADING.format(module=module), "utf-8")
+    return subprocess.run(
+        [str(BIN), *args], cwd=folder, env={**os.environ, "PYTHONPATH": str(hook)},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_v4_v5_ctrl_c_before_the_runs_start_is_one_line_and_exit_130(root, command):
+    # V4, V5: Ctrl-C while `run`/`sweep` loads litellm (seconds, before any run) ended silently
+    # with 130 (typer's own handling): now the same line as a Ctrl-C during the runs
+    done = _ctrl_c_while_loading(root, "litellm", command, "spec.yaml", "--db", "runs.duckdb")
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "Interrupted: every finished run is stored; run the same command again to resume."
+    ]
+    assert not (root / "runs.duckdb").exists()  # nothing half-made

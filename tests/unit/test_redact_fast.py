@@ -123,3 +123,26 @@ def test_v3_remembered_values_are_bounded_and_forgetting_changes_nothing(monkeyp
         assert redactor._text_once(value) == plain_text(redactor, value)
         assert len(redactor._texts) <= 3
     assert "x" * 41 not in redactor._texts  # long (mostly unique) text is not remembered
+
+
+COLUMN = st.lists(st.one_of(st.none(), TEXT, NAMES), max_size=30)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=COLUMN, known=st.lists(st.sampled_from(SECRETS), max_size=3))
+def test_v3_a_column_screened_as_a_whole_redacts_what_the_plain_form_does(values, known):
+    redactor = Redactor(known)
+    assert redactor.column(values) == [None if v is None else plain_text(redactor, v)
+                                       for v in values]
+
+
+def test_v3_the_column_screen_finds_a_secret_in_one_value_of_many():
+    redactor = Redactor(["hunter2-secret"])
+    for odd in ("x hunter2-secret", "pg://u:pw@h", "bEaReR abcdefghijklmnopqrstu",
+                "authorİzation=abcdefgh1234", "\u212aey: Bearer abcdefghijklmnopqrstuvwxyz"):
+        values = ["plain"] * 500 + [odd] + [None, ""] * 10
+        clean = redactor.column(values)
+        assert clean[:500] == values[:500] and clean[501:] == values[501:]
+        assert clean[500] == plain_text(redactor, odd) != odd
+    quiet = ["plain", None, "", "ascii only"] * 100
+    assert redactor.column(quiet) is quiet  # nothing to change: the same list, not a copy

@@ -1,0 +1,28 @@
+"""The worker pool's fork server (SPEC G3): no thread runs when it forks the workers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.support.paths import ROOT
+
+
+def test_g3_the_fork_waits_for_threads_still_ending() -> None:
+    # A thread told to end but not yet gone (as asyncio's executor shutdown thread can be
+    # after asyncio.run) is waited for: the fork then sees the process's one thread. In a
+    # fresh interpreter: a test runner's own threads (xdist's) would count here.
+    probe = (
+        "import threading\n"
+        "from runner.execute.pool import _threads_ended\n"
+        "release = threading.Event()\n"
+        "ending = threading.Thread(target=release.wait)\n"
+        "ending.start()\n"
+        "release.set()\n"
+        "print(_threads_ended(timeout_s=30), ending.is_alive())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "False"]
