@@ -4,13 +4,14 @@ imports again in every process.
 A fresh `agent-harness run` spends 4-5 s of CPU importing litellm before it does anything; the
 suite starts a few hundred `agent-harness` processes. The launcher is a fork server: one per
 test worker (pytest-xdist), started on first use, that has imported the command line and its
-heavy modules (litellm, the MCP SDK, duckdb, polars) and has no thread when it forks. A request
-carries argv, the environment, the working folder and the three standard fds (SCM_RIGHTS over
-a Unix socket); the forked child takes them (dup2, chdir, os.environ replaced, signal handlers
-and process group as a fresh process has them), calls the console script's entry point, runs
-the atexit handlers, flushes, and exits with the code the command gave. The server reaps it and
-relays its wait status (and its CPU) to the caller, whose handle is a `subprocess.Popen`
-(`Popen`, `run`) or an asyncio process (`create_subprocess_exec`).
+heavy modules (litellm, the MCP SDK, duckdb; not polars or pyarrow, which start threads) and
+has no thread when it forks. A request carries argv, the environment, the working folder and
+the three standard fds (SCM_RIGHTS over a Unix socket); the forked child takes them (dup2,
+chdir, os.environ replaced, signal handlers and process group as a fresh process has them),
+calls the console script's entry point, runs the atexit handlers, flushes, and exits with the
+code the command gave. The server reaps it and relays its wait status (and its CPU) to the
+caller, whose handle is a `subprocess.Popen` (`Popen`, `run`) or an asyncio process
+(`create_subprocess_exec`).
 
 Use it where a test pins what a command does once it runs (exit codes, output, files, the
 store, ground truth). Where start-up is the subject (which modules a command imports, start-up
