@@ -30,9 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.proxy import CallReceived, proxy_command, value_key
+from harness.proxy import CallReceived, value_key
 from runner.agent.loop import AgentResult
-from runner.execute.connect import Connection, ProxyTarget, served_over_http
+from runner.execute.connect import Connection, ProxyTarget, proxy_argv, served_over_http
 from runner.matrix import RunCell
 from runner.modelserver import ModelEndpoint, serve_model
 from runner.records import RunRecord, TranscriptEntry
@@ -223,7 +223,7 @@ async def _proxy_for(
                 config, upstream_command=None, upstream_args=(), upstream_url=url
             )
         if target.agent_over_http:
-            argv = proxy_command(dataclasses.replace(config, listen=("127.0.0.1", 0)))
+            argv = await proxy_argv(target, dataclasses.replace(config, listen=("127.0.0.1", 0)))
             env = {**os.environ, **target.upstream_env}
             url = await stack.enter_async_context(
                 served_over_http(
@@ -232,7 +232,7 @@ async def _proxy_for(
             )
             yield {"type": "http", "url": url}, {"AGENT_HARNESS_MCP_URL": url}
         else:
-            argv = proxy_command(config)
+            argv = await proxy_argv(target, config)
             server = {"command": argv[0], "args": argv[1:], "env": dict(target.upstream_env)}
             server["cwd"] = str(workdir)
             yield (

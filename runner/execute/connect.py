@@ -147,11 +147,15 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
         if target.agent_over_http:
             read, write = await stack.enter_async_context(
                 _over_http(
-                    dataclasses.replace(config, listen=("127.0.0.1", 0)), env, workdir, stderr_path
+                    target,
+                    dataclasses.replace(config, listen=("127.0.0.1", 0)),
+                    env,
+                    workdir,
+                    stderr_path,
                 )  # fmt: skip
             )
         else:
-            argv = proxy_command(config)
+            argv = await proxy_argv(target, config)
             params = StdioServerParameters(
                 command=argv[0], args=argv[1:], env=env, cwd=str(workdir)
             )
@@ -162,9 +166,42 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
         yield Connection(session, report, events, stderr_path, sent_calls=sent)
 
 
+async def proxy_argv(target: ProxyTarget, config: ProxyConfig) -> list[str]:
+    """The command that runs `agent-harness proxy` for `config`: a fork of the runner's fork
+    server where it runs (runner/forkserver.py), its built-in upstream too; still a real proxy
+    process in front of a real upstream process, without their imports paid again."""
+    if not await asyncio.to_thread(_forks):
+        return proxy_command(config)
+    return _forked(target, config)
+
+
+def _forks() -> str | None:
+    """The runner's fork server's socket, or None (off, or it could not start)."""
+    from runner import forkserver
+
+    return forkserver.SERVER.address() if forkserver.enabled() else None
+
+
+def _forked(target: ProxyTarget, config: ProxyConfig) -> list[str]:
+    from runner import forkserver
+    from runner.upstreams import stdio_command
+
+    builtin = target.builtin_kind is not None and target.builtin_db is not None
+    if builtin and config.upstream_command is not None:
+        upstream = forkserver.SERVER.command(
+            "upstream", 3, stdio_command(target.builtin_kind, target.builtin_db)
+        )
+        config = dataclasses.replace(
+            config, upstream_command=upstream[0], upstream_args=tuple(upstream[1:])
+        )
+    fresh = proxy_command(config)
+    head = fresh.index("proxy")
+    return forkserver.SERVER.command("agent-harness", head, fresh)
+
+
 @contextlib.asynccontextmanager
 async def _over_http(
-    config: ProxyConfig, env: dict[str, str], workdir: Path, stderr_path: Path
+    target: ProxyTarget, config: ProxyConfig, env: dict[str, str], workdir: Path, stderr_path: Path
 ) -> AsyncIterator[tuple[Any, Any]]:
     """`proxy --listen` as a subprocess and the SDK's streamable HTTP client to it (H1).
 
@@ -175,7 +212,7 @@ async def _over_http(
 
     from mcp.client.streamable_http import streamable_http_client
 
-    argv = proxy_command(config)
+    argv = await proxy_argv(target, config)
     async with served_over_http(argv, stderr_path, env=env, cwd=workdir, sig=signal.SIGTERM) as url:
         async with streamable_http_client(url) as (read, write):
             yield read, write

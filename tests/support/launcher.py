@@ -42,6 +42,7 @@ import threading
 import types
 from typing import Any
 
+from runner import forkserver
 from tests.support.paths import BIN, ROOT
 
 READY = b"launcher ready\n"
@@ -170,7 +171,7 @@ def _serve(path: str) -> None:
             if key.data == "accept":
                 conn, _ = listener.accept()
                 try:
-                    request, fds = _receive(conn)
+                    request, fds = forkserver.receive(conn)
                 except (OSError, ValueError):
                     conn.close()
                     continue
@@ -197,14 +198,14 @@ def _serve(path: str) -> None:
                 pidfd = os.pidfd_open(pid)
                 children[pidfd] = (pid, conn)
                 selector.register(pidfd, selectors.EVENT_READ, "child")
-                _send_line(conn, {"pid": pid})
+                forkserver.send(conn, {"pid": pid})
             else:  # a child ended: reap it, relay its status
                 pidfd = key.fd
                 pid, conn = children.pop(pidfd)
                 selector.unregister(pidfd)
                 os.close(pidfd)
                 _, status, usage = os.wait4(pid, 0)
-                _send_line(conn, {"status": status, "cpu": usage.ru_utime + usage.ru_stime})
+                forkserver.send(conn, {"status": status, "cpu": usage.ru_utime + usage.ru_stime})
                 conn.close()
 
 
@@ -215,58 +216,16 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
-    data, fds, _, _ = socket.recv_fds(conn, 65536, 3)
-    if len(data) < 4 or len(fds) != 3:
-        for fd in fds:
-            os.close(fd)
-        raise ValueError("bad request")
-    (size,) = struct.unpack("!I", data[:4])
-    body = bytearray(data[4:])
-    while len(body) < size:
-        more = conn.recv(min(65536, size - len(body)))
-        if not more:
-            raise ValueError("short request")
-        body += more
-    return json.loads(body), fds
-
-
-def _send_line(conn: socket.socket, message: dict[str, Any]) -> None:
-    try:
-        conn.sendall(json.dumps(message).encode() + b"\n")
-    except OSError:
-        pass  # the caller is gone; the child's status has no reader
-
-
 def _child(request: dict[str, Any], fds: list[int], server_fds: list[int], set_up: int) -> None:
     """In the forked child: become the requested process, run the command, exit."""
     code = 70
     try:
-        for fd in server_fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-        for fd in set(fds):
-            if fd > 2:
-                os.close(fd)
+        forkserver.take_stdio(fds, server_fds)
         if request.get("session"):
             os.setsid()
         elif (request.get("process_group") or -1) >= 0:  # Popen: -1 is "not given"
             os.setpgid(0, request["process_group"])
-        # signal handlers as a fresh Python process has them (SIGPIPE, SIGXFSZ stay ignored)
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        for sig in signal.valid_signals():
-            if sig in (signal.SIGKILL, signal.SIGSTOP, signal.SIGPIPE, signal.SIGXFSZ):
-                continue
-            try:
-                if callable(signal.getsignal(sig)):  # a Python handler; inherited SIG_IGN stays
-                    signal.signal(sig, signal.SIG_DFL)
-            except (OSError, ValueError):
-                pass
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        forkserver.reset_signals()
         if request.get("umask", -1) >= 0:
             os.umask(request["umask"])
         os.chdir(request["cwd"])
@@ -282,52 +241,14 @@ def _child(request: dict[str, Any], fds: list[int], server_fds: list[int], set_u
         main.__builtins__ = __builtins__  # type: ignore[attr-defined]
         sys.modules["__main__"] = main
         os.close(set_up)  # the server answers the caller with the pid now
-        for stream in (sys.stdin, sys.stdout, sys.stderr):
-            if stream is not None and hasattr(stream, "reconfigure"):
-                try:
-                    stream.reconfigure(line_buffering=stream is sys.stderr or stream.isatty())
-                except (OSError, ValueError):
-                    pass
-        code = _run_main()
+        forkserver.reconfigure_streams()
+        code = forkserver.run_main(_entry_point())
     except BaseException:  # noqa: BLE001 - the launcher's own failure, on the child's stderr
         import traceback
 
         traceback.print_exc()
     finally:
         os._exit(code)
-
-
-def _run_main() -> int:
-    """The console script (`sys.exit(main())`) and what the interpreter does at its end."""
-    import atexit as _atexit
-    import traceback
-
-    interrupted = False
-    try:
-        sys.exit(_entry_point()())
-    except SystemExit as exc:
-        code = _exit_code(exc.code)
-    except KeyboardInterrupt:
-        traceback.print_exc()
-        interrupted, code = True, 130
-    except BaseException:  # noqa: BLE001 - the interpreter prints it and exits 1
-        sys.excepthook(*sys.exc_info())
-        code = 1
-    try:
-        threading._shutdown()  # type: ignore[attr-defined]  # non-daemon threads, as at exit
-    except Exception:  # noqa: BLE001
-        pass
-    _atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):
-            code = 120  # Python's code when it cannot flush stdout at exit
-    if interrupted:  # CPython ends an uncaught KeyboardInterrupt by the signal itself
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-    return code
 
 
 def _entry_point() -> Any:
@@ -337,18 +258,6 @@ def _entry_point() -> Any:
 
     [script] = entry_points(group="console_scripts", name="agent-harness")
     return script.load()
-
-
-def _exit_code(code: object) -> int:
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    try:
-        print(code, file=sys.stderr)
-    except Exception:  # noqa: BLE001
-        pass
-    return 1
 
 
 # -- the client (a test worker) -------------------------------------------------------------
