@@ -46,8 +46,9 @@ def fifo(tmp_path: Path) -> Path:
 LAYERS = ("e2e", "integration", "unit")
 LONGEST_FIRST = (  # the longest files (or classes) of a full run, longest first: CI's
     # --durations and the wall per file of `python -m tests.support.cputime` (docs/performance.md)
-    "test_agreement_e2e.py", "test_frameworks_e2e.py", "test_local_model.py",
-    "test_conformance.py", "test_ray_executor.py", "test_shards_merge.py", "test_proxy_http.py",
+    "test_agreement_e2e.py", "test_ray_executor.py", "test_local_model.py",
+    "test_process_pool_e2e.py", "test_frameworks_e2e.py",
+    "test_conformance.py", "test_shards_merge.py", "test_proxy_http.py",
     "test_command_agent_e2e.py", "test_runner_http.py", "test_exit_codes.py",
     "test_corpus_e2e.py", "test_proxy_http_clients.py", "test_proxy_e2e.py", "test_sweep_cli.py",
     "test_proxy_git_modern.py", "test_runner_e2e.py", "test_proxy_http_faults.py",

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import browser  # the repo root is on sys.path: pytest's `pythonpath`
+from tests.support import browser, launcher  # the repo root is on sys.path: pytest's `pythonpath`
 from tests.support.once import once
 from tests.support.paths import BIN, ROOT
 from tests.support.prereq import (
@@ -151,7 +151,7 @@ def example_experiment(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
     def build(folder: Path) -> dict:
         spec, db = ROOT / "experiments" / "example.yaml", folder / "runs.duckdb"
-        done = subprocess.run(
+        done = launcher.run(  # what the run stores is the subject, not its start-up
             [str(BIN), "run", str(spec), "--db", str(db)], cwd=folder, env=cli_env(),
             capture_output=True, text=True, timeout=900,
         )  # fmt: skip

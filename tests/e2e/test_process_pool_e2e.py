@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 
 from bench.concurrency import tree as _tree  # `root` and every descendant, from /proc
-from tests.support.paths import ROOT
+from tests.support import launcher
+from tests.support.paths import BIN, ROOT
 from tests.support.runkit import CLI_TIMEOUT_S, cli_env, query, scripted_sweep_spec
 
 pytestmark = pytest.mark.slow
@@ -57,9 +58,8 @@ def _outcomes(db: Path) -> dict[str, tuple]:
 
 
 def _run(folder: Path, spec: Path, db: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "agent-harness"), "run", str(spec), "--db", str(db),
-         *flags],
+    return launcher.run(
+        [str(BIN), "run", str(spec), "--db", str(db), *flags],
         capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=cli_env(), cwd=folder,
     )  # fmt: skip
 
@@ -155,9 +155,8 @@ class _Runner:
     """`agent-harness run` in its own session, its stderr read line by line."""
 
     def __init__(self, folder: Path, spec: Path, db: Path, *flags: str) -> None:
-        self.proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "agent-harness"), "run", str(spec), "--db",
-             str(db), *flags],
+        self.proc = launcher.Popen(
+            [str(BIN), "run", str(spec), "--db", str(db), *flags],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=cli_env(),
             cwd=folder, start_new_session=True,
         )  # fmt: skip

@@ -48,12 +48,16 @@ def test_v14_blanking_the_cues_of_a_clause_costs_its_length_not_length_times_mat
     assert cost[32_000] <= 3 * 32_000 and cost[320_000] <= 3 * 320_000, cost
 
 
-def _cpu(action: Callable[[], object]) -> float:
+def _cpu(action: Callable[[], object], enough: float = 0.0) -> float:
+    """The least CPU time of three tries, or of fewer once one costs `enough` or less (the
+    least of three could only be lower: the same verdict, without the CPU of the others)."""
     best = float("inf")
     for _ in range(3):
         started = time.process_time()
         action()
         best = min(best, time.process_time() - started)
+        if best <= enough:
+            break
     return max(best, 1e-3)  # below a millisecond the clock says little
 
 
@@ -81,7 +85,8 @@ def test_v14_ten_times_the_text_is_about_ten_times_the_judge_s_work(piece: str) 
         # The judge, and the check of details it runs on a success claim, on any text.
         return lambda: (judge_deterministic(words, state), contradiction(words, WRITTEN))
 
-    small, large = _cpu(judge(32_000)), _cpu(judge(320_000))
+    small = _cpu(judge(32_000))
+    large = _cpu(judge(320_000), enough=small * LINEAR_ENOUGH * 0.999)
     print(f"{piece!r}: 32 KB {small * 1000:.1f} ms, 320 KB {large * 1000:.1f} ms CPU")
     assert large / small < LINEAR_ENOUGH, (small, large)
 
