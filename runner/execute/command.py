@@ -32,7 +32,13 @@ from typing import Any
 
 from harness.proxy import CallReceived, value_key
 from runner.agent.loop import AgentResult
-from runner.execute.connect import Connection, ProxyTarget, proxy_argv, served_over_http
+from runner.execute.connect import (
+    Connection,
+    ProxyTarget,
+    proxy_argv,
+    served_over_http,
+    upstream_argv,
+)
 from runner.matrix import RunCell
 from runner.modelserver import ModelEndpoint, serve_model
 from runner.records import RunRecord, TranscriptEntry
@@ -217,7 +223,7 @@ async def _proxy_for(
     async with contextlib.AsyncExitStack() as stack:
         if target.serve_over_http is not None:
             url = await stack.enter_async_context(
-                served_over_http(list(target.serve_over_http), workdir / "upstream.stderr")
+                served_over_http(await upstream_argv(target), workdir / "upstream.stderr")
             )
             config = dataclasses.replace(
                 config, upstream_command=None, upstream_args=(), upstream_url=url

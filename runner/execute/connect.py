@@ -138,7 +138,7 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
         config = dataclasses.replace(target.proxy_config(report, events), upstream_env={})
         if target.serve_over_http is not None:
             url = await stack.enter_async_context(
-                served_over_http(list(target.serve_over_http), workdir / "upstream.stderr")
+                served_over_http(await upstream_argv(target), workdir / "upstream.stderr")
             )
             config = dataclasses.replace(
                 config, upstream_command=None, upstream_args=(), upstream_url=url
@@ -173,6 +173,18 @@ async def proxy_argv(target: ProxyTarget, config: ProxyConfig) -> list[str]:
     if not await asyncio.to_thread(_forks):
         return proxy_command(config)
     return _forked(target, config)
+
+
+async def upstream_argv(target: ProxyTarget) -> list[str]:
+    """The command that serves a built-in upstream over HTTP (`serve_over_http`): a fork of
+    the runner's fork server where it runs, as `proxy_argv`."""
+    assert target.serve_over_http is not None
+    fresh = list(target.serve_over_http)
+    if not await asyncio.to_thread(_forks):
+        return fresh
+    from runner import forkserver
+
+    return forkserver.SERVER.command("upstream", 3, fresh)
 
 
 def _forks() -> str | None:
