@@ -119,9 +119,12 @@ def serve(path: str) -> None:
     while True:
         for key, _ in selector.select():
             what, _data = key.data
-            if what == "owner":
+            if what == "owner":  # the runner ended (SIGKILL too): nothing of this stays
                 for pid, _conn in children.values():
                     _kill_group(pid, signal.SIGKILL)
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+                    os.rmdir(os.path.dirname(path))
                 return
             if what == "accept":
                 conn, _ = listener.accept()

@@ -145,7 +145,7 @@ argv = [%(bin)r, "proxy", "--upstream-command", up[0], *("--upstream-arg=" + u f
 p = subprocess.Popen(s.command("agent-harness", 1, argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
 p.stdin.write((json.dumps(%(init)r) + "\\n").encode()); p.stdin.flush()
 assert "result" in json.loads(p.stdout.readline())
-print(json.dumps({"server": s.proc.pid, "client": p.pid}), flush=True)
+print(json.dumps({"server": s.proc.pid, "client": p.pid, "socket": s.path}), flush=True)
 sys.stdin.read()
 """
 
@@ -161,6 +161,7 @@ def test_r3_a_killed_runner_leaves_no_process(tmp_path):
     runner.wait(DEADLINE_S)
     for pid in [pids["server"], pids["client"], *proxy_pids]:
         assert gone(pid), pid
+    assert not Path(pids["socket"]).parent.exists()  # its socket's folder removed
     runner.stdin.close()
     runner.stdout.close()
 
