@@ -28,13 +28,24 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
 UPSTREAM = [sys.executable, "-m", "runner.upstreams", "booking", "--db", "b.db"]
 
 
-@pytest.fixture
-def forks() -> Iterator[forkserver.ForkServer]:
-    """A fork server owned by this test's process, stopped after the test."""
+def _server() -> Iterator[forkserver.ForkServer]:
     server = forkserver.ForkServer()
     assert server.address() is not None
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def forks() -> Iterator[forkserver.ForkServer]:
+    """A fork server owned by this test process, for the tests that leave it running (each
+    waits until its processes have ended)."""
+    yield from _server()
+
+
+@pytest.fixture
+def own_forks() -> Iterator[forkserver.ForkServer]:
+    """A fork server for one test, which kills it."""
+    yield from _server()
 
 
 def proxy_argv(*args: str) -> list[str]:
@@ -166,7 +177,8 @@ def test_r3_a_killed_runner_leaves_no_process(tmp_path):
     runner.stdout.close()
 
 
-def test_r3_a_crashed_server_ends_its_processes_and_later_commands_start_fresh(forks, tmp_path):
+def test_r3_a_crashed_server_ends_its_processes_and_later_commands_start_fresh(own_forks, tmp_path):
+    forks = own_forks
     proc = start(forks.command("upstream", 3, UPSTREAM), tmp_path)
     assert "result" in initialize(proc)
     [child] = forked_children(forks.proc.pid)
