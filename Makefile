@@ -105,10 +105,10 @@ run: setup
 	$(BIN)/agent-harness report --db reports/runs.duckdb --experiment example -o reports/example.html
 
 # Every test, on TEST_WORKERS pytest-xdist workers: most end-to-end tests wait on processes, so
-# more workers than cores pay. Each file (or test class) runs whole on one worker, so its
+# more workers than cores pay (6 on 2 cores: 6 min 37 s, 4: 12 min 5 s; docs/performance.md). Each file (or test class) runs whole on one worker, so its
 # module-scoped fixtures are built once; the longest files start first (tests/conftest.py).
 # The 15 slowest tests are listed at the end.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 6
 # Bytecode of the project's own modules first: an environment with PYTHONDONTWRITEBYTECODE set
 # would otherwise compile them again in every `agent-harness` process a test starts (~0.25 s
 # of CPU each on the development machine); a stale file is only ignored, never wrong.
