@@ -367,8 +367,8 @@ def _serve_forks(parent: int, fds: list[int]) -> None:
 # A run allocates tens of thousands of short-lived objects (pydantic models, JSON-RPC messages,
 # litellm's logging payloads), which reference counting frees; at the default threshold (700)
 # the collector ran ~2 young collections per run for little. Measured with the gc module's
-# callbacks over 200 scripted runs: 0.43 s of collections at the defaults, 0.19 s with this
-# threshold and the frozen warm-up (docs/performance.md).
+# callbacks over 200 scripted runs in one process: 0.47-0.53 s of collections at the defaults,
+# 0.19 s with this threshold and litellm's objects frozen (docs/performance.md).
 _GC_THRESHOLD = (10_000, 10, 10)
 
 
