@@ -46,6 +46,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.execute.collector import THRESHOLD
 from runner.matrix import RunCell
 from runner.records import RunRecord
 from runner.spec import ExperimentSpec
@@ -364,17 +365,9 @@ def _serve_forks(parent: int, fds: list[int]) -> None:
                 time.sleep(0.05)
 
 
-# A run allocates tens of thousands of short-lived objects (pydantic models, JSON-RPC messages,
-# litellm's logging payloads), which reference counting frees; at the default threshold (700)
-# the collector ran ~2 young collections per run for little. Measured with the gc module's
-# callbacks over 200 scripted runs in one process: 0.47-0.53 s of collections at the defaults,
-# 0.19 s with this threshold and litellm's objects frozen (docs/performance.md).
-_GC_THRESHOLD = (10_000, 10, 10)
-
-
 def _worker(server: int, fd: int) -> None:
     _die_with_parent(server)
-    gc.set_threshold(*_GC_THRESHOLD)
+    gc.set_threshold(*THRESHOLD)  # runner.execute.collector: what was frozen stays frozen
     asyncio.run(_work(socket.socket(fileno=fd)))
 
 
