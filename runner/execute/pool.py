@@ -1,8 +1,9 @@
 """Runs on worker processes of this machine (SPEC G3); this process stays the store's only writer.
 
-One runner process is one core of Python: a scripted run costs about 35-50 ms of CPU (litellm's
-work for its ~3.2 model calls about 7-13 ms of it, the in-process MCP sessions, proxy, judge and
-record the rest), so one process completes at most about 20-30 runs a second. A pool
+One runner process is one core of Python: a scripted run costs about 20-25 ms of CPU on a quiet
+machine, twice that on a loaded one (litellm's work for its ~3.2 model calls 6.5-7.5 ms of it,
+the in-process MCP sessions, proxy, judge and record the rest), so one process completes at
+most about 40-50 runs a second. A pool
 spreads the runs over worker processes, one per core, the way the Ray executor spreads them
 over a cluster: `run_sweep` decides what runs and when (resume, `--only`, `auto` patches,
 budget, early stop, caps) exactly as it does in one process; only "run this cell once" moves.
