@@ -174,6 +174,12 @@ class Judge:
         self.window: RetryWindow | None = None
         self.totals = Totals()
         self.derived: list[Derived | None] = []
+        # Issue 24: with a listener that takes each changed operation's report bytes (the
+        # report text), `derived` keeps only the operation's share of verdict and score, the
+        # same object for every operation with the same share; `entries()` derives the bytes
+        # again when the report is asked for as data.
+        self.keep_entry_bytes = True
+        self._shares: dict[Derived, Derived] = {}
         self.key_entries: list[dict[str, Any] | None] = []
         self.dirty_ops: dict[int, None] = {}
         self.dirty_keys: dict[int, None] = {}
@@ -565,7 +571,18 @@ class Judge:
         if changed_ops or changed_keys or changed_repeats:
             for listener in self._listeners:
                 listener(changed_ops, changed_keys, changed_repeats)
+        if not self.keep_entry_bytes:
+            derived, shares = self.derived, self._shares
+            for index in changed_ops:
+                share = derived[index].share()  # type: ignore[union-attr]
+                derived[index] = share if share.violations else shares.setdefault(share, share)
         return changed_ops, changed_keys, changed_repeats
+
+    def entries(self) -> list[Derived]:
+        """Every operation's Derived with its report bytes (O1), after `refresh()`."""
+        if self.keep_entry_bytes:
+            return [d for d in self.derived if d is not None]
+        return [derive_operation(op, self.read_positions, self.wall_of) for op in self.ops]
 
 
 _HANDLERS = {
