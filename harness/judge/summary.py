@@ -41,7 +41,7 @@ def _triggered(judge: Judge) -> str:
 
 
 def _op_name(judge: Judge, index: int) -> str:
-    return f"{judge.ops[index].tool} (operation #{index})"
+    return f"{judge.tool_of(index)} (operation #{index})"
 
 
 def _fail_reason(judge: Judge) -> str:
@@ -208,7 +208,7 @@ def coverage(judge: Judge) -> dict[str, Any]:
             else None
         ),
         "faultsInjected": judge.faults_injected,
-        "writeOperations": len(judge.ops),
+        "writeOperations": judge.op_count,
         "operationsWithKnownOutcome": judge.totals.known,
     }
 
@@ -388,6 +388,7 @@ class ReportText:
         # and take each changed operation's bytes at once: the judge keeps none (issue 24).
         judge.on_change(self._changed)
         judge.keep_entry_bytes = False
+        judge.pack_settled = True
 
     def _changed(self, ops: list[int], keys: list[int], repeats: list[int]) -> None:
         derived = self.judge.derived
