@@ -9,7 +9,10 @@ by taking out an operation's old share and adding its new one.
 
 from __future__ import annotations
 
+import itertools
 import marshal
+import re
+from array import array
 from bisect import bisect_left, insort
 from collections import Counter, deque
 from collections.abc import Callable
@@ -188,17 +191,21 @@ class Judge:
         # unpacked when an event names it again (a repeat, a late answer).
         self.pack_settled = False
         self._settling: deque[OpState] = deque()
+        self._packed_at = array("i")  # call number -> index of its packed operation, or -1
+        self._kinds: dict[tuple[str, str | None, bool, str | None], int] = {}
+        self._kind_list: list[tuple[str, str | None, bool, str | None]] = []
         self.key_entries: list[dict[str, Any] | None] = []
         self.dirty_ops: dict[int, None] = {}
         self.dirty_keys: dict[int, None] = {}
         self.dirty_unclassified: dict[int, None] = {}
         self._pos = 0
         self._key_names = frozenset(normalise_field_name(k) for k in DEFAULT_KEY_FIELDS)
-        self._ops_by_id: dict[str, OpState | bytes] = {}
+        # K2: operation id (16 bytes for a digest, `_compact`) -> the operation, or its bytes
+        self._ops_by_id: dict[str | bytes, OpState | bytes] = {}
         self._keys_by_value: dict[str, KeyState] = {}
         self._unclassified_by_op: dict[str, UnclassifiedRepeat] = {}
         self._open: dict[int, _Call] = {}
-        self._attempts: dict[int, Attempt | bytes] = {}
+        self._attempts: dict[int, Attempt | bytes] = {}  # live ones (packed: `_packed_at`)
         self._awaiting_read: list[OpState] = []
         self._keys_awaiting_read: list[KeyState] = []
         self._awaiting_other_write: deque[tuple[int, Attempt]] = deque()
@@ -275,7 +282,8 @@ class Judge:
         if ev.tool_class != "write":
             self._open[seq] = _Call(seq, ev.tool_class, None)
             return
-        found = self._ops_by_id.get(ev.operation)
+        identity = _compact(ev.operation)
+        found = self._ops_by_id.get(identity)
         op = self._unpack(found) if isinstance(found, bytes) else found
         if op is None:
             arguments_json, kept = packed_arguments(self._identity(ev))
@@ -287,11 +295,11 @@ class Judge:
                 schema_key_field=ev.schema_key_field,
                 keys_honoured=ev.key_honoured,
                 idempotent=ev.idempotent,
-                identity=ev.operation,
+                identity=identity,
             )
             self._ops.append(op)
             self.derived.append(None)
-            self._ops_by_id[ev.operation] = op
+            self._ops_by_id[identity] = op
         key = None if ev.key_field is None else value_key(ev.key)
         attempt = Attempt(
             seq=seq,
@@ -605,7 +613,7 @@ class Judge:
     @property
     def ops(self) -> list[OpState]:
         """Every operation in order (a packed one as a copy: for reading only)."""
-        return [op if isinstance(op, OpState) else _unpacked(op)[0] for op in self._ops]
+        return [op if isinstance(op, OpState) else self._unpacked(op) for op in self._ops]
 
     @property
     def op_count(self) -> int:
@@ -613,11 +621,18 @@ class Judge:
 
     def tool_of(self, index: int) -> str:
         op = self._ops[index]
-        return op.tool if isinstance(op, OpState) else _unpacked(op)[0].tool
+        return op.tool if isinstance(op, OpState) else self._unpacked(op).tool
 
     def _attempt(self, key: int) -> Attempt | None:
         found = self._attempts.get(key)
-        if isinstance(found, bytes):
+        if found is None:
+            packed_at = self._packed_at
+            index = packed_at[key] if 0 <= key < len(packed_at) else -1
+            if index < 0:
+                return None  # a read's, or not a call of this log
+            self._unpack(self._ops[index])  # type: ignore[arg-type]
+            found = self._attempts[key]
+        elif isinstance(found, bytes):  # a call number too far ahead for `_packed_at`
             self._unpack(found)
             found = self._attempts[key]
         return found  # type: ignore[return-value]
@@ -634,19 +649,113 @@ class Judge:
             if op.folded or (self.window is not None and self.window.attempt.op is op):
                 queue.append(op)
             elif _settled(op) and op.index not in self.dirty_ops:
-                packed = _pack(op)
-                self._ops[op.index] = packed
-                self._ops_by_id[op.identity] = packed
-                for attempt in op.attempts:
-                    self._attempts[attempt.seq] = packed
+                self._pack(op)
+
+    def _pack(self, op: OpState) -> None:
+        """A settled operation as bytes: every field its derivation reads (the rest are empty
+        or false for a settled operation). The call numbers of its attempts point to it from
+        `_packed_at` (4 bytes a call) instead of `_attempts`."""
+        facts = (op.tool, op.schema_key_field, op.keys_honoured, op.idempotent)
+        kind = self._kinds.get(facts)
+        if kind is None:
+            kind = self._kinds[facts] = len(self._kind_list)
+            self._kind_list.append(facts)
+        rows = []
+        packed_at = self._packed_at
+        for a in op.attempts:
+            rows.append(
+                (
+                    a.seq,
+                    a.session,
+                    a.pos_received,
+                    a.t_received,
+                    a.parallel,
+                    a.session_closed,
+                    a.in_retry_window,
+                    a.fault,
+                    a.executes_upstream,
+                    a.retry_after_s,
+                    a.upstream,
+                    a.is_error,
+                    _compact(a.result_digest),
+                    a.pos_answered,
+                    a.t_answered,
+                    a.answer_is_error,
+                    a.late,
+                    a.delivered,
+                )  # fmt: skip
+            )
+        packed = marshal.dumps(
+            (op.index, kind, op.arguments_json, op.first_failure_pos, op.identity, rows)
+        )
+        self._ops[op.index] = packed
+        self._ops_by_id[op.identity] = packed
+        for a in op.attempts:
+            seq = a.seq
+            if seq >= len(packed_at):
+                if seq > len(packed_at) + 65_536:  # call numbers far apart: keep the dict
+                    self._attempts[seq] = packed
+                    continue
+                packed_at.extend(itertools.repeat(-1, seq + 1 - len(packed_at)))
+            packed_at[seq] = op.index
+            del self._attempts[seq]
+
+    def _unpacked(self, packed: bytes) -> OpState:
+        index, kind, arguments_json, first_failure, identity, rows = marshal.loads(packed)
+        tool, schema_key_field, keys_honoured, idempotent = self._kind_list[kind]
+        op = OpState(
+            index=index,
+            tool=tool,
+            arguments_json=arguments_json,
+            schema_key_field=schema_key_field,
+            keys_honoured=keys_honoured,
+            idempotent=idempotent,
+            identity=identity,
+        )
+        op.first_failure_pos = first_failure
+        for row in rows:
+            (
+                seq, session, pos_received, t_received, parallel, session_closed,
+                in_retry_window, fault, executes_upstream, retry_after_s, upstream, is_error,
+                result_digest, pos_answered, t_answered, answer_is_error, late, delivered,
+            ) = row  # fmt: skip
+            op.attempts.append(
+                Attempt(
+                    seq=seq,
+                    op=op,
+                    pos_received=pos_received,
+                    t_received=t_received,
+                    key=None,
+                    key_value=None,
+                    parallel=parallel,
+                    session=session,
+                    session_closed=session_closed,
+                    in_retry_window=in_retry_window,
+                    fault=fault,
+                    executes_upstream=executes_upstream,
+                    retry_after_s=retry_after_s,
+                    upstream=upstream,
+                    is_error=is_error,
+                    result_digest=_expanded(result_digest),
+                    pos_answered=pos_answered,
+                    t_answered=t_answered,
+                    answer_is_error=answer_is_error,
+                    late=late,
+                    delivered=delivered,
+                )  # fmt: skip
+            )
+        return op
 
     def _unpack(self, packed: bytes) -> OpState:
         """A packed operation live again, in every index that names it."""
-        op, identity = _unpacked(packed)
+        op = self._unpacked(packed)
         self._ops[op.index] = op
-        self._ops_by_id[identity] = op
+        self._ops_by_id[op.identity] = op
+        packed_at = self._packed_at
         for attempt in op.attempts:
             self._attempts[attempt.seq] = attempt
+            if attempt.seq < len(packed_at):
+                packed_at[attempt.seq] = -1
         return op
 
 
@@ -681,101 +790,18 @@ def _settled(op: OpState) -> bool:
 _SETTLED = ("executed", "injected", "input_required")
 
 
-def _pack(op: OpState) -> bytes:
-    """A settled operation as bytes: every field its derivation reads (the rest are empty or
-    false for a settled operation), in `_unpacked`'s order."""
-    rows = tuple(
-        (
-            a.seq,
-            a.session,
-            a.pos_received,
-            a.t_received,
-            a.parallel,
-            a.session_closed,
-            a.in_retry_window,
-            a.fault,
-            a.executes_upstream,
-            a.retry_after_s,
-            a.upstream,
-            a.is_error,
-            a.result_digest,
-            a.pos_answered,
-            a.t_answered,
-            a.answer_is_error,
-            a.late,
-            a.delivered,
-        )  # fmt: skip
-        for a in op.attempts
-    )
-    return marshal.dumps(
-        (
-            op.index,
-            op.tool,
-            op.arguments_json,
-            op.schema_key_field,
-            op.keys_honoured,
-            op.idempotent,
-            op.first_failure_pos,
-            op.identity,
-            rows,
-        )  # fmt: skip
-    )
+_HEX_DIGEST = re.compile(r"[0-9a-f]{32}")
 
 
-def _unpacked(packed: bytes) -> tuple[OpState, str]:
-    (
-        index,
-        tool,
-        arguments_json,
-        schema_key_field,
-        keys_honoured,
-        idempotent,
-        first_failure,
-        identity,
-        rows,
-    ) = marshal.loads(packed)
-    op = OpState(
-        index=index,
-        tool=tool,
-        arguments_json=arguments_json,
-        schema_key_field=schema_key_field,
-        keys_honoured=keys_honoured,
-        idempotent=idempotent,
-        identity=identity,
-    )
-    op.first_failure_pos = first_failure
-    for row in rows:
-        (
-            seq, session, pos_received, t_received, parallel, session_closed, in_retry_window,
-            fault, executes_upstream, retry_after_s, upstream, is_error, result_digest,
-            pos_answered, t_answered, answer_is_error, late, delivered,
-        ) = row  # fmt: skip
-        op.attempts.append(
-            Attempt(
-                seq=seq,
-                op=op,
-                pos_received=pos_received,
-                t_received=t_received,
-                key=None,
-                key_value=None,
-                parallel=parallel,
-                session=session,
-                session_closed=session_closed,
-                in_retry_window=in_retry_window,
-                fault=fault,
-                executes_upstream=executes_upstream,
-                retry_after_s=retry_after_s,
-                upstream=upstream,
-                is_error=is_error,
-                result_digest=result_digest,
-                pos_answered=pos_answered,
-                t_answered=t_answered,
-                answer_is_error=answer_is_error,
-                late=late,
-                delivered=delivered,
-            )  # fmt: skip
-        )
-    return op, identity
+def _compact(text: str | None) -> str | bytes | None:
+    """A 32-digit lowercase hex digest as its 16 bytes (exactly reversible), else as it is."""
+    if text is not None and len(text) == 32 and _HEX_DIGEST.fullmatch(text):
+        return bytes.fromhex(text)
+    return text
+
+
+def _expanded(value: str | bytes | None) -> str | None:
+    return value.hex() if isinstance(value, bytes) else value
 
 
 def _fold_of(op: OpState, arguments: Any = None) -> dict[str, Any] | None:
