@@ -8,6 +8,7 @@ re-serialises only what changed, so the proxy can rewrite its report file on eve
 
 from __future__ import annotations
 
+import itertools
 from array import array
 from dataclasses import dataclass
 from fractions import Fraction
@@ -270,8 +271,8 @@ class _Chunks:
     serialised again.
 
     Issue 24: a chunk behind the last two is kept as its joined bytes alone, with the length of
-    each fragment (4 bytes each), not as a second copy in fragments; it is split again only when
-    one of its fragments changes (a late answer, a repeat of an old operation).
+    each fragment (4 bytes each), not as a second copy in fragments; when one of its fragments
+    changes (a late answer, a repeat of an old operation) the joined bytes are spliced.
     """
 
     SIZE = 256
@@ -301,7 +302,8 @@ class _Chunks:
             self.lead.append(False)
         frags = self.frags[chunk]
         if frags is None:
-            frags = self._unpack(chunk)
+            self._splice(chunk, at, fragment)
+            return
         if len(frags) <= at:
             frags.extend([_EMPTY] * (at + 1 - len(frags)))
         if frags[at] != fragment:  # most operations never get a violation: keep
@@ -309,21 +311,35 @@ class _Chunks:
             self.joined[chunk] = None
             self._stale = min(self._stale, chunk)
 
-    def _unpack(self, chunk: int) -> list[bytes]:
-        """A packed chunk's fragments again, cut out of its joined bytes."""
+    def _splice(self, chunk: int, at: int, fragment: bytes) -> None:
+        """Change one fragment of a packed chunk in its joined bytes (one copy, in C)."""
         joined, lengths = self.joined[chunk], self.lengths[chunk]
         assert joined is not None and lengths is not None
-        data = memoryview(joined)[1:] if joined and self.lead[chunk] else memoryview(joined)
-        frags: list[bytes] = []
-        at = 0
-        for length in lengths:
-            if length:
-                frags.append(bytes(data[at : at + length]))
-                at += length + 1
+        if at >= len(lengths):
+            lengths.extend(itertools.repeat(0, at + 1 - len(lengths)))
+        old = lengths[at]
+        lead = self.lead[chunk] and bool(joined)
+        data = joined[1:] if lead else joined
+        start = sum(lengths[:at]) + at - lengths[:at].count(0)  # past each earlier one's comma
+        if data[start : start + old] == fragment:
+            return
+        if old and fragment:
+            data = data[:start] + fragment + data[start + old :]
+        elif old:  # the fragment goes, with one comma beside it
+            if start + old < len(data):
+                data = data[:start] + data[start + old + 1 :]
             else:
-                frags.append(_EMPTY)
-        self.frags[chunk], self.lengths[chunk] = frags, None
-        return frags
+                data = data[: max(start - 1, 0)]
+        elif data:  # a fragment where there was none, with a comma
+            if start < len(data):
+                data = data[:start] + fragment + b"," + data[start:]
+            else:
+                data = data + b"," + fragment
+        else:
+            data = fragment
+        lengths[at] = len(fragment)
+        self.joined[chunk] = (b"," + data if self.lead[chunk] else data) if data else _EMPTY
+        self._stale = min(self._stale, chunk)
 
     def pieces(self, out: list[Piece], seen: bool) -> bool:
         """Append this array part's keyed pieces; `seen`: an earlier piece had content.
