@@ -292,6 +292,8 @@ class _Chunks:
         self._seen_in = False
         self._stale = 0
         self._settled = 0  # chunks before this one were packed once they settled
+        self._handed: list[Piece] | None = None  # the pieces handed out last, reserved ones too
+        self._seen_out = False
 
     def set(self, index: int, fragment: bytes) -> None:
         chunk, at = divmod(index, self.SIZE)
@@ -350,6 +352,9 @@ class _Chunks:
         follows what changed, not the length of the session.
         """
         count = len(self.joined)
+        if seen == self._seen_in and self._stale == count and self._handed is not None:
+            out.extend(self._handed)  # nothing changed since the last call (most arrays)
+            return self._seen_out
         start = self._stale if seen == self._seen_in else 0
         start = min(start, count, len(self._pieces))
         pieces = self._pieces[:start]
@@ -373,8 +378,7 @@ class _Chunks:
             pieces.append(((self.name, c), piece))
             seen_here = seen_here or bool(piece)
             seen_after.append(seen_here)
-        for c in range(count, count + max(2, count // 4)):
-            pieces.append(((self.name, c), _EMPTY))
+        reserved = [((self.name, c), _EMPTY) for c in range(count, count + max(2, count // 4))]
         # Pack what was joined behind the last chunks: those that settled since the last
         # call, and those re-joined now because one of their fragments changed.
         for c in (*range(self._settled, settled), *range(start, settled)):
@@ -385,7 +389,8 @@ class _Chunks:
         self._settled = max(self._settled, settled)
         self._pieces, self._seen_after = pieces, seen_after
         self._seen_in, self._stale = seen, count
-        out.extend(pieces)
+        self._handed, self._seen_out = pieces + reserved, seen_here
+        out.extend(self._handed)
         return seen_here
 
 
