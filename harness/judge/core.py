@@ -579,7 +579,7 @@ class Judge:
             op = self._ops[index]
             assert isinstance(op, OpState)  # only a live operation is marked
             new = derive_operation(op, self.read_positions, self.wall_of)
-            if op.open_count == 0:
+            if op.open_count == 0 and self.pack_settled:
                 self._settling.append(op)
             self.derived[index] = new
             self.totals.apply(index, new, +1)

@@ -117,3 +117,12 @@ def test_o1_packed_judge_gives_the_report_a_fresh_judge_gives() -> None:
     assert jsonutil.dumps(report_dict(session.judge)) == jsonutil.dumps(report_dict(fresh))
     text, _verdict, _score = session.text.render()
     assert text == jsonutil.dumps(report_dict(fresh))
+
+
+def test_o1_judge_without_report_text_keeps_every_operation_live_and_queues_none() -> None:
+    # The `judge` command and the runner judge a log whole: nothing packed, no queue growing.
+    _session, events, _every = _mixed_session(800)
+    judge = Judge().feed_all(events.events)
+    report_dict(judge)
+    assert not judge._settling
+    assert all(not isinstance(op, bytes) for op in judge._ops)
