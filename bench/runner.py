@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/runner.py [--runs 25] [--concurrency 4] [--processes N] [--db PATH]
         [--profile OUT]
+    .venv/bin/python bench/runner.py --litellm-floor [--repeat 5]
 
 A benchmark script, not a test: it prints the figures. The experiment is the design of
 experiments/example.yaml (F1, booking and booking-nosearch, with and without "please try
@@ -24,6 +25,15 @@ Figures:
   per run and then as one batch.
 
 The target (SPEC N2) is under 2 minutes for 1,000 runs on 2 cores.
+
+`--litellm-floor` measures what litellm alone costs per call and per run instead: it records
+the model calls of one run per cell (40 runs, in process), then replays them in this process,
+`--repeat` times each, timing CPU (`time.process_time`, litellm's logging tasks included):
+  - the calls as the runner makes them (`litellm.acompletion` to the scripted provider);
+  - the same calls answered by a provider that returns the scripted model's answer prepared
+    beforehand (a copy per call): litellm's own work per call, the scripted model excluded;
+  - the scripted provider called directly, without litellm (the model's own decision).
+Nothing optional is turned on: no callbacks, the cost stated on the response.
 """
 
 from __future__ import annotations
@@ -129,9 +139,16 @@ def main() -> int:
     parser.add_argument(
         "--processes", type=int, help="worker processes (default: as `run` chooses; 1: none)"
     )
+    parser.add_argument(
+        "--litellm-floor", action="store_true",
+        help="measure litellm's CPU per call and per run instead of a sweep",
+    )  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=5, help="passes for --litellm-floor")
     args = parser.parse_args()
 
     print(f"machine: {machine()}")
+    if args.litellm_floor:
+        return litellm_floor(args.repeat)
     started, cpu_started = time.perf_counter(), time.process_time()
     from runner.execute import run_sweep
     from runner.execute.pool import ProcessPool, processes_for
@@ -239,6 +256,96 @@ def main() -> int:
         stats = pstats.Stats(str(args.profile))
         stats.sort_stats("tottime").print_stats(25)
     return 0 if n == len(cells) and statuses.get("error", 0) == 0 else 1
+
+
+def litellm_floor(repeat: int) -> int:
+    """CPU per litellm call to the scripted models, replaying one sweep's calls (module doc)."""
+    import copy
+
+    from runner.agent import _provider
+    from runner.agent.scripted import register_scripted_provider
+    from runner.execute import run_sweep
+    from runner.matrix import expand
+    from runner.spec import load_spec
+    from runner.store import Store
+
+    register_scripted_provider()
+    import litellm
+
+    calls: list[dict[str, Any]] = []
+    real = litellm.acompletion
+
+    async def recording(**kwargs: Any) -> Any:
+        calls.append(copy.deepcopy(kwargs))
+        return await real(**kwargs)
+
+    folder = Path(tempfile.mkdtemp(prefix="agent-harness-bench-"))
+    try:
+        spec = load_spec(write_spec(folder, 1, 4))
+        cells = expand(spec)
+        litellm.acompletion = recording
+        with Store.open(folder / "runs.duckdb") as store:
+            asyncio.run(run_sweep(spec, cells, store, resume=False))
+    finally:
+        litellm.acompletion = real
+        shutil.rmtree(folder, ignore_errors=True)
+    per_run = len(calls) / len(cells)
+
+    handler = _provider.HANDLER
+    scripted = handler.acompletion
+    answers: list[Any] = []  # in the order of `calls`, which each pass replays in turn
+    served = [0]
+
+    async def prepared(model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
+        answer = answers[served[0] % len(answers)]
+        served[0] += 1
+        return answer.model_copy(deep=True)
+
+    async def through_litellm() -> None:
+        for kwargs in calls:
+            await litellm.acompletion(**kwargs)
+
+    async def provider_alone() -> None:
+        for kwargs in calls:
+            skip = ("model", "messages", "timeout", "max_retries", "num_retries")
+            optional = {k: v for k, v in kwargs.items() if k not in skip}
+            await scripted(kwargs["model"].split("/", 1)[1], kwargs["messages"],
+                           optional_params=optional)  # fmt: skip
+
+    async def measure(step: Any) -> list[float]:
+        await step()  # a first pass warms litellm's caches
+        figures = []
+        for _ in range(repeat):
+            cpu = time.process_time()
+            await step()
+            for _ in range(20):  # litellm's success logging runs as tasks a little later
+                await asyncio.sleep(0)
+            figures.append((time.process_time() - cpu) / len(calls) * 1000)
+        return figures
+
+    async def all_three() -> dict[str, list[float]]:
+        figures = {"litellm + scripted model": await measure(through_litellm)}
+        for kwargs in calls:  # the answers, prepared once, outside the timing
+            model = kwargs["model"].split("/", 1)[1]
+            skip = ("model", "messages", "timeout", "max_retries", "num_retries")
+            optional = {k: v for k, v in kwargs.items() if k not in skip}
+            answers.append(await scripted(model, kwargs["messages"], optional_params=optional))
+        handler.acompletion = prepared  # type: ignore[method-assign]
+        try:
+            figures["litellm alone (prepared answers)"] = await measure(through_litellm)
+        finally:
+            handler.acompletion = scripted  # type: ignore[method-assign]
+        figures["scripted model alone"] = await measure(provider_alone)
+        return figures
+
+    figures = asyncio.run(all_three())
+    print(f"{len(calls)} model calls from {len(cells)} runs ({per_run:.2f} per run), "
+          f"{repeat} passes each; CPU ms per call (min / median), then per run at the minimum:")  # fmt: skip
+    for name, values in figures.items():
+        values = sorted(values)
+        low, mid = values[0], values[len(values) // 2]
+        print(f"  {name}: {low:.2f} / {mid:.2f} ms per call, {low * per_run:.1f} ms per run")
+    return 0
 
 
 if __name__ == "__main__":

@@ -9,6 +9,10 @@ by taking out an operation's old share and adding its new one.
 
 from __future__ import annotations
 
+import itertools
+import marshal
+import re
+from array import array
 from bisect import bisect_left, insort
 from collections import Counter, deque
 from collections.abc import Callable
@@ -167,24 +171,41 @@ class Judge:
         self.faults_injected = 0
         self.scenario_triggered = False
         self.not_applicable: list[FaultNotApplicable] = []  # H2: faults the agent had no use for
-        self.ops: list[OpState] = []
+        # Each operation, or its packed bytes once it settled (`pack_settled`, issue 24).
+        self._ops: list[OpState | bytes] = []
         self.keys: list[KeyState] = []
         self.unclassified: list[UnclassifiedRepeat] = []
         self.read_positions: list[int] = []
         self.window: RetryWindow | None = None
         self.totals = Totals()
         self.derived: list[Derived | None] = []
+        # Issue 24: with a listener that takes each changed operation's report bytes (the
+        # report text), `derived` keeps only the operation's share of verdict and score, the
+        # same object for every operation with the same share; `entries()` derives the bytes
+        # again when the report is asked for as data.
+        self.keep_entry_bytes = True
+        self._shares: dict[Derived, Derived] = {}
+        # Issue 24: an operation nothing can change any more but a new event about it (every
+        # attempt answered and certain, no key, no spelling pair, not a J9/J10 candidate, no
+        # read awaited) is packed into bytes with everything its derivation reads, and
+        # unpacked when an event names it again (a repeat, a late answer).
+        self.pack_settled = False
+        self._settling: deque[OpState] = deque()
+        self._packed_at = array("i")  # call number -> index of its packed operation, or -1
+        self._kinds: dict[tuple[str, str | None, bool, str | None], int] = {}
+        self._kind_list: list[tuple[str, str | None, bool, str | None]] = []
         self.key_entries: list[dict[str, Any] | None] = []
         self.dirty_ops: dict[int, None] = {}
         self.dirty_keys: dict[int, None] = {}
         self.dirty_unclassified: dict[int, None] = {}
         self._pos = 0
         self._key_names = frozenset(normalise_field_name(k) for k in DEFAULT_KEY_FIELDS)
-        self._ops_by_id: dict[str, OpState] = {}
+        # K2: operation id (16 bytes for a digest, `_compact`) -> the operation, or its bytes
+        self._ops_by_id: dict[str | bytes, OpState | bytes] = {}
         self._keys_by_value: dict[str, KeyState] = {}
         self._unclassified_by_op: dict[str, UnclassifiedRepeat] = {}
         self._open: dict[int, _Call] = {}
-        self._attempts: dict[int, Attempt] = {}
+        self._attempts: dict[int, Attempt | bytes] = {}  # live ones (packed: `_packed_at`)
         self._awaiting_read: list[OpState] = []
         self._keys_awaiting_read: list[KeyState] = []
         self._awaiting_other_write: deque[tuple[int, Attempt]] = deque()
@@ -261,21 +282,24 @@ class Judge:
         if ev.tool_class != "write":
             self._open[seq] = _Call(seq, ev.tool_class, None)
             return
-        op = self._ops_by_id.get(ev.operation)
+        identity = _compact(ev.operation)
+        found = self._ops_by_id.get(identity)
+        op = self._unpack(found) if isinstance(found, bytes) else found
         if op is None:
             arguments_json, kept = packed_arguments(self._identity(ev))
             op = OpState(
-                index=len(self.ops),
+                index=len(self._ops),
                 tool=ev.tool,
                 arguments_json=arguments_json,
                 kept=kept,
                 schema_key_field=ev.schema_key_field,
                 keys_honoured=ev.key_honoured,
                 idempotent=ev.idempotent,
+                identity=identity,
             )
-            self.ops.append(op)
+            self._ops.append(op)
             self.derived.append(None)
-            self._ops_by_id[ev.operation] = op
+            self._ops_by_id[identity] = op
         key = None if ev.key_field is None else value_key(ev.key)
         attempt = Attempt(
             seq=seq,
@@ -414,7 +438,7 @@ class Judge:
             self.faults_injected += 1
             if current is not None:
                 current.faults_injected += 1
-        attempt = self._attempts.get(ev.seq + self._seq_base)
+        attempt = self._attempt(ev.seq + self._seq_base)
         if attempt is None:
             return  # a chaos fault on a read or unclassified call
         attempt.fault = ev.fault
@@ -429,7 +453,7 @@ class Judge:
         self.not_applicable.append(ev)
 
     def _on_upstream(self, ev: UpstreamAnswered) -> None:
-        attempt = self._attempts.get(ev.seq + self._seq_base)
+        attempt = self._attempt(ev.seq + self._seq_base)
         if attempt is None:
             return  # a read
         if attempt.upstream is not None:
@@ -487,7 +511,7 @@ class Judge:
         """E5: the answer never reached the agent: for the judge it saw none, which it takes
         as a failure (like a timeout). A read's answer that was lost still counted as a check
         when it was sent (a documented limit)."""
-        attempt = self._attempts.get(ev.seq + self._seq_base)
+        attempt = self._attempt(ev.seq + self._seq_base)
         call = self._open.pop(ev.seq + self._seq_base, None)
         if attempt is None or not attempt.delivered:
             return
@@ -552,7 +576,11 @@ class Judge:
             old = self.derived[index]
             if old is not None:
                 self.totals.apply(index, old, -1)
-            new = derive_operation(self.ops[index], self.read_positions, self.wall_of)
+            op = self._ops[index]
+            assert isinstance(op, OpState)  # only a live operation is marked
+            new = derive_operation(op, self.read_positions, self.wall_of)
+            if op.open_count == 0 and self.pack_settled:
+                self._settling.append(op)
             self.derived[index] = new
             self.totals.apply(index, new, +1)
         self.dirty_ops.clear()
@@ -565,7 +593,170 @@ class Judge:
         if changed_ops or changed_keys or changed_repeats:
             for listener in self._listeners:
                 listener(changed_ops, changed_keys, changed_repeats)
+        if not self.keep_entry_bytes:
+            derived, shares = self.derived, self._shares
+            for index in changed_ops:
+                share = derived[index].share()  # type: ignore[union-attr]
+                derived[index] = share if share.violations else shares.setdefault(share, share)
+        if self.pack_settled and self._settling:
+            self._settle()
         return changed_ops, changed_keys, changed_repeats
+
+    def entries(self) -> list[Derived]:
+        """Every operation's Derived with its report bytes (O1), after `refresh()`."""
+        if self.keep_entry_bytes:
+            return [d for d in self.derived if d is not None]
+        return [derive_operation(op, self.read_positions, self.wall_of) for op in self.ops]
+
+    # -- settled operations (issue 24) ------------------------------------------------------
+
+    @property
+    def ops(self) -> list[OpState]:
+        """Every operation in order (a packed one as a copy: for reading only)."""
+        return [op if isinstance(op, OpState) else self._unpacked(op) for op in self._ops]
+
+    @property
+    def op_count(self) -> int:
+        return len(self._ops)
+
+    def tool_of(self, index: int) -> str:
+        op = self._ops[index]
+        return op.tool if isinstance(op, OpState) else self._unpacked(op).tool
+
+    def _attempt(self, key: int) -> Attempt | None:
+        found = self._attempts.get(key)
+        if found is None:
+            packed_at = self._packed_at
+            index = packed_at[key] if 0 <= key < len(packed_at) else -1
+            if index < 0:
+                return None  # a read's, or not a call of this log
+            self._unpack(self._ops[index])  # type: ignore[arg-type]
+            found = self._attempts[key]
+        elif isinstance(found, bytes):  # a call number too far ahead for `_packed_at`
+            self._unpack(found)
+            found = self._attempts[key]
+        return found  # type: ignore[return-value]
+
+    def _settle(self) -> None:
+        """Pack the settled operations at the front of the queue; a J9/J10 candidate (or the
+        retry window's) goes to its back, one that may still change leaves it (it comes back
+        when it is derived again)."""
+        queue = self._settling
+        for _ in range(min(len(queue), 8)):
+            op = queue.popleft()
+            if self._ops[op.index] is not op:
+                continue  # packed already
+            if op.folded or (self.window is not None and self.window.attempt.op is op):
+                queue.append(op)
+            elif _settled(op) and op.index not in self.dirty_ops:
+                self._pack(op)
+
+    def _pack(self, op: OpState) -> None:
+        """A settled operation as bytes: every field its derivation reads (the rest are empty
+        or false for a settled operation). The call numbers of its attempts point to it from
+        `_packed_at` (4 bytes a call) instead of `_attempts`."""
+        facts = (op.tool, op.schema_key_field, op.keys_honoured, op.idempotent)
+        kind = self._kinds.get(facts)
+        if kind is None:
+            kind = self._kinds[facts] = len(self._kind_list)
+            self._kind_list.append(facts)
+        rows = []
+        packed_at = self._packed_at
+        for a in op.attempts:
+            rows.append(
+                (
+                    a.seq,
+                    a.session,
+                    a.pos_received,
+                    a.t_received,
+                    a.parallel,
+                    a.session_closed,
+                    a.in_retry_window,
+                    a.fault,
+                    a.executes_upstream,
+                    a.retry_after_s,
+                    a.upstream,
+                    a.is_error,
+                    _compact(a.result_digest),
+                    a.pos_answered,
+                    a.t_answered,
+                    a.answer_is_error,
+                    a.late,
+                    a.delivered,
+                )  # fmt: skip
+            )
+        packed = marshal.dumps(
+            (op.index, kind, op.arguments_json, op.first_failure_pos, op.identity, rows)
+        )
+        self._ops[op.index] = packed
+        self._ops_by_id[op.identity] = packed
+        for a in op.attempts:
+            seq = a.seq
+            if seq >= len(packed_at):
+                if seq > len(packed_at) + 65_536:  # call numbers far apart: keep the dict
+                    self._attempts[seq] = packed
+                    continue
+                packed_at.extend(itertools.repeat(-1, seq + 1 - len(packed_at)))
+            packed_at[seq] = op.index
+            del self._attempts[seq]
+
+    def _unpacked(self, packed: bytes) -> OpState:
+        index, kind, arguments_json, first_failure, identity, rows = marshal.loads(packed)
+        tool, schema_key_field, keys_honoured, idempotent = self._kind_list[kind]
+        op = OpState(
+            index=index,
+            tool=tool,
+            arguments_json=arguments_json,
+            schema_key_field=schema_key_field,
+            keys_honoured=keys_honoured,
+            idempotent=idempotent,
+            identity=identity,
+        )
+        op.first_failure_pos = first_failure
+        for row in rows:
+            (
+                seq, session, pos_received, t_received, parallel, session_closed,
+                in_retry_window, fault, executes_upstream, retry_after_s, upstream, is_error,
+                result_digest, pos_answered, t_answered, answer_is_error, late, delivered,
+            ) = row  # fmt: skip
+            op.attempts.append(
+                Attempt(
+                    seq=seq,
+                    op=op,
+                    pos_received=pos_received,
+                    t_received=t_received,
+                    key=None,
+                    key_value=None,
+                    parallel=parallel,
+                    session=session,
+                    session_closed=session_closed,
+                    in_retry_window=in_retry_window,
+                    fault=fault,
+                    executes_upstream=executes_upstream,
+                    retry_after_s=retry_after_s,
+                    upstream=upstream,
+                    is_error=is_error,
+                    result_digest=_expanded(result_digest),
+                    pos_answered=pos_answered,
+                    t_answered=t_answered,
+                    answer_is_error=answer_is_error,
+                    late=late,
+                    delivered=delivered,
+                )  # fmt: skip
+            )
+        return op
+
+    def _unpack(self, packed: bytes) -> OpState:
+        """A packed operation live again, in every index that names it."""
+        op = self._unpacked(packed)
+        self._ops[op.index] = op
+        self._ops_by_id[op.identity] = op
+        packed_at = self._packed_at
+        for attempt in op.attempts:
+            self._attempts[attempt.seq] = attempt
+            if attempt.seq < len(packed_at):
+                packed_at[attempt.seq] = -1
+        return op
 
 
 _HANDLERS = {
@@ -580,6 +771,37 @@ _HANDLERS = {
     SessionEnded: Judge._on_ended,
     MessageRefused: Judge._on_refused,
 }
+
+
+def _settled(op: OpState) -> bool:
+    """Nothing but a new event about this operation can change it (see `_pack`)."""
+    if op.open_count or op.kept is not None or op.keys or op.similar_pairs or op.awaiting_read:
+        return False
+    if op.other_write_after is not None:
+        return False
+    for a in op.attempts:
+        if a.dependents or a.key is not None or a.pos_answered is None:
+            return False
+        if a.status not in _SETTLED:
+            return False  # an uncertain attempt may still be compared or released
+    return True
+
+
+_SETTLED = ("executed", "injected", "input_required")
+
+
+_HEX_DIGEST = re.compile(r"[0-9a-f]{32}")
+
+
+def _compact(text: str | None) -> str | bytes | None:
+    """A 32-digit lowercase hex digest as its 16 bytes (exactly reversible), else as it is."""
+    if text is not None and len(text) == 32 and _HEX_DIGEST.fullmatch(text):
+        return bytes.fromhex(text)
+    return text
+
+
+def _expanded(value: str | bytes | None) -> str | None:
+    return value.hex() if isinstance(value, bytes) else value
 
 
 def _fold_of(op: OpState, arguments: Any = None) -> dict[str, Any] | None:

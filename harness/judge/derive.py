@@ -76,6 +76,21 @@ class Derived:
     patch_flavours: tuple[str, ...]
     idempotent_repeat: bool = False  # E1: counted apart, never as a duplicate
 
+    def share(self) -> Derived:
+        """Its share of the verdict and score alone, without the report's bytes."""
+        return Derived(
+            b"",
+            self.violations,
+            b"",
+            self.known,
+            self.known_attempts,
+            self.duplicate,
+            self.failure_handling,
+            self.not_tested,
+            self.patch_flavours,
+            self.idempotent_repeat,
+        )
+
     @property
     def entry(self) -> dict[str, Any]:
         return jsonutil.loads(self.entry_json)  # type: ignore[no-any-return]

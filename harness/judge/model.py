@@ -130,6 +130,7 @@ class OpState:
     other_write_after: tuple[str, OpState] | None = None
     keys: Mapping[str, KeyState] = field(default_factory=lambda: NO_KEYS)  # a dict once used
     kept: Any = None  # the arguments as Python data, when too large to parse again cheaply
+    identity: str | bytes = ""  # its key in the judge's operations by id (K2)
 
     @property
     def arguments(self) -> Any:

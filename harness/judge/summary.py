@@ -8,6 +8,8 @@ re-serialises only what changed, so the proxy can rewrite its report file on eve
 
 from __future__ import annotations
 
+import itertools
+from array import array
 from dataclasses import dataclass
 from fractions import Fraction
 from math import floor
@@ -40,7 +42,7 @@ def _triggered(judge: Judge) -> str:
 
 
 def _op_name(judge: Judge, index: int) -> str:
-    return f"{judge.ops[index].tool} (operation #{index})"
+    return f"{judge.tool_of(index)} (operation #{index})"
 
 
 def _fail_reason(judge: Judge) -> str:
@@ -207,7 +209,7 @@ def coverage(judge: Judge) -> dict[str, Any]:
             else None
         ),
         "faultsInjected": judge.faults_injected,
-        "writeOperations": len(judge.ops),
+        "writeOperations": judge.op_count,
         "operationsWithKnownOutcome": judge.totals.known,
     }
 
@@ -238,7 +240,7 @@ def report_dict(judge: Judge) -> dict[str, Any]:
     """O1: the whole report as Python data."""
     judge.refresh()
     v = verdict(judge)
-    derived = [d for d in judge.derived if d is not None]
+    derived = judge.entries()
     observations = [o for d in derived for o in d.observations]
     observations += [_repeat_finding(e) for e in judge.unclassified if e.calls >= 2]
     return {
@@ -252,6 +254,10 @@ def report_dict(judge: Judge) -> dict[str, Any]:
     }
 
 
+def _dumps(value: Any) -> bytes:
+    return jsonutil.dumps(value).encode()
+
+
 Piece = tuple[Any, bytes]  # (a key that names the same piece in every render, its bytes)
 _EMPTY = b""
 
@@ -263,13 +269,20 @@ class _Chunks:
     object until one of its fragments changes, so the report file can tell by identity what
     changed and write only that (harness.report.slots), and 50,000 operations are never
     serialised again.
+
+    Issue 24: a chunk behind the last two is kept as its joined bytes alone, with the length of
+    each fragment (4 bytes each), not as a second copy in fragments; when one of its fragments
+    changes (a late answer, a repeat of an old operation) the joined bytes are spliced.
     """
 
     SIZE = 256
+    SETTLED = 2  # chunks at the end that stay as fragments: new operations change them
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.items: list[bytes] = []
+        # Per chunk: its fragments, or None when packed into `joined` and `lengths`.
+        self.frags: list[list[bytes] | None] = []
+        self.lengths: list[array[int] | None] = []
         # Each chunk's fragments joined, as last handed out: with a leading comma when content
         # came before it (`lead`), else without. One form only (issue 24: not both).
         self.joined: list[bytes | None] = []
@@ -278,18 +291,57 @@ class _Chunks:
         self._seen_after: list[bool] = []  # whether the array has content up to each chunk
         self._seen_in = False
         self._stale = 0
+        self._settled = 0  # chunks before this one were packed once they settled
+        self._handed: list[Piece] | None = None  # the pieces handed out last, reserved ones too
+        self._seen_out = False
 
     def set(self, index: int, fragment: bytes) -> None:
-        while len(self.items) <= index:
-            self.items.append(_EMPTY)
-            if len(self.items) > len(self.joined) * self.SIZE:
-                self.joined.append(None)
-                self.lead.append(False)
-        if self.items[index] != fragment:  # most operations never get a violation: keep
-            self.items[index] = fragment  # their chunk's joined text instead of re-joining it
-            chunk = index // self.SIZE
+        chunk, at = divmod(index, self.SIZE)
+        while len(self.frags) <= chunk:
+            self.frags.append([])
+            self.lengths.append(None)
+            self.joined.append(None)
+            self.lead.append(False)
+        frags = self.frags[chunk]
+        if frags is None:
+            self._splice(chunk, at, fragment)
+            return
+        if len(frags) <= at:
+            frags.extend([_EMPTY] * (at + 1 - len(frags)))
+        if frags[at] != fragment:  # most operations never get a violation: keep
+            frags[at] = fragment  # their chunk's joined text instead of re-joining it
             self.joined[chunk] = None
             self._stale = min(self._stale, chunk)
+
+    def _splice(self, chunk: int, at: int, fragment: bytes) -> None:
+        """Change one fragment of a packed chunk in its joined bytes (one copy, in C)."""
+        joined, lengths = self.joined[chunk], self.lengths[chunk]
+        assert joined is not None and lengths is not None
+        if at >= len(lengths):
+            lengths.extend(itertools.repeat(0, at + 1 - len(lengths)))
+        old = lengths[at]
+        lead = self.lead[chunk] and bool(joined)
+        data = joined[1:] if lead else joined
+        start = sum(lengths[:at]) + at - lengths[:at].count(0)  # past each earlier one's comma
+        if data[start : start + old] == fragment:
+            return
+        if old and fragment:
+            data = data[:start] + fragment + data[start + old :]
+        elif old:  # the fragment goes, with one comma beside it
+            if start + old < len(data):
+                data = data[:start] + data[start + old + 1 :]
+            else:
+                data = data[: max(start - 1, 0)]
+        elif data:  # a fragment where there was none, with a comma
+            if start < len(data):
+                data = data[:start] + fragment + b"," + data[start:]
+            else:
+                data = data + b"," + fragment
+        else:
+            data = fragment
+        lengths[at] = len(fragment)
+        self.joined[chunk] = (b"," + data if self.lead[chunk] else data) if data else _EMPTY
+        self._stale = min(self._stale, chunk)
 
     def pieces(self, out: list[Piece], seen: bool) -> bool:
         """Append this array part's keyed pieces; `seen`: an earlier piece had content.
@@ -300,28 +352,45 @@ class _Chunks:
         follows what changed, not the length of the session.
         """
         count = len(self.joined)
+        if seen == self._seen_in and self._stale == count and self._handed is not None:
+            out.extend(self._handed)  # nothing changed since the last call (most arrays)
+            return self._seen_out
         start = self._stale if seen == self._seen_in else 0
         start = min(start, count, len(self._pieces))
         pieces = self._pieces[:start]
         seen_after = self._seen_after[:start]
         seen_here = seen_after[-1] if start else seen
+        settled = count - self.SETTLED
         for c in range(start, count):
             piece = self.joined[c]
-            if piece is None or (piece and self.lead[c] != seen_here):
-                chunk = self.items[c * self.SIZE : (c + 1) * self.SIZE]
-                joined = b",".join(filter(None, chunk))
+            frags = self.frags[c]
+            if piece is None:
+                assert frags is not None
+                joined = b",".join(filter(None, frags))
                 piece = self.joined[c] = (
                     (b"," + joined if seen_here else joined) if joined else _EMPTY
                 )
                 self.lead[c] = seen_here
+            elif piece and self.lead[c] != seen_here:
+                body = piece[1:] if self.lead[c] else piece
+                piece = self.joined[c] = b"," + body if seen_here else body
+                self.lead[c] = seen_here
             pieces.append(((self.name, c), piece))
             seen_here = seen_here or bool(piece)
             seen_after.append(seen_here)
-        for c in range(count, count + max(2, count // 4)):
-            pieces.append(((self.name, c), _EMPTY))
+        reserved = [((self.name, c), _EMPTY) for c in range(count, count + max(2, count // 4))]
+        # Pack what was joined behind the last chunks: those that settled since the last
+        # call, and those re-joined now because one of their fragments changed.
+        for c in (*range(self._settled, settled), *range(start, settled)):
+            frags = self.frags[c]
+            if frags is not None:
+                self.lengths[c] = array("I", map(len, frags))
+                self.frags[c] = None
+        self._settled = max(self._settled, settled)
         self._pieces, self._seen_after = pieces, seen_after
         self._seen_in, self._stale = seen, count
-        out.extend(pieces)
+        self._handed, self._seen_out = pieces + reserved, seen_here
+        out.extend(self._handed)
         return seen_here
 
 
@@ -335,12 +404,22 @@ class ReportText:
         self._observations = _Chunks("observations")
         self._keys = _Chunks("keySummary")
         self._repeats = _Chunks("repeats")
-        self._dirty: tuple[dict[int, None], dict[int, None], dict[int, None]] = ({}, {}, {})
-        # Whoever refreshes the judge (this text, an audit call, report_dict), we hear of it.
+        self._dirty: tuple[dict[int, None], dict[int, None]] = ({}, {})
+        # Whoever refreshes the judge (this text, an audit call, report_dict), we hear of it
+        # and take each changed operation's bytes at once: the judge keeps none (issue 24).
         judge.on_change(self._changed)
+        judge.keep_entry_bytes = False
+        judge.pack_settled = True
 
     def _changed(self, ops: list[int], keys: list[int], repeats: list[int]) -> None:
-        for dirty, indices in zip(self._dirty, (ops, keys, repeats), strict=True):
+        derived = self.judge.derived
+        for index in ops:
+            d = derived[index]
+            assert d is not None
+            self._ops.set(index, d.entry_json)
+            self._violations.set(index, b",".join(_dumps(x) for x in d.violations))
+            self._observations.set(index, d.observations_json)
+        for dirty, indices in zip(self._dirty, (keys, repeats), strict=True):
             dirty.update(dict.fromkeys(indices))
 
     def render_pieces(self) -> tuple[list[Piece], Verdict, dict[str, Any]]:
@@ -351,18 +430,10 @@ class ReportText:
         """
         judge = self.judge
         judge.refresh()
-        ops, keys, repeats = (list(d) for d in self._dirty)
+        keys, repeats = (list(d) for d in self._dirty)
         for dirty in self._dirty:
             dirty.clear()
-
-        def dumps(value: Any) -> bytes:
-            return jsonutil.dumps(value).encode()
-
-        for index in ops:
-            d = judge.derived[index]
-            self._ops.set(index, d.entry_json)
-            self._violations.set(index, b",".join(dumps(x) for x in d.violations))
-            self._observations.set(index, d.observations_json)
+        dumps = _dumps
         for index in keys:
             self._keys.set(index, dumps(judge.key_entries[index]))
         for index in repeats:

@@ -1,15 +1,18 @@
 """Runs on worker processes of this machine (SPEC G3); this process stays the store's only writer.
 
-One runner process is one core of Python: a scripted run costs about 40 ms of CPU, most of it
-litellm's per-call work, so one process completes at most about 25 runs a second. A pool
+One runner process is one core of Python: a scripted run costs about 20-25 ms of CPU on a quiet
+machine, twice that on a loaded one (litellm's work for its ~3.2 model calls 6.5-7.5 ms of it,
+the in-process MCP sessions, proxy, judge and record the rest), so one process completes at
+most about 40-50 runs a second. A pool
 spreads the runs over worker processes, one per core, the way the Ray executor spreads them
 over a cluster: `run_sweep` decides what runs and when (resume, `--only`, `auto` patches,
 budget, early stop, caps) exactly as it does in one process; only "run this cell once" moves.
 
 How the workers start without importing litellm again: this process starts one helper
 interpreter (`python -m runner.execute.pool`, the fork server) that imports the runner and
-litellm, makes one scripted litellm call (litellm loads more modules at its first call), then,
-with no thread running (checked), forks the workers, which inherit all of it. The parent
+litellm, makes one scripted run in process (a run's first use loads the MCP SDK and litellm's
+per-call modules), freezes what it holds out of the collector's sight, then, with no thread
+running (checked), forks the workers, which inherit all of it. The parent
 itself never imports litellm in this mode; the fork server's imports run beside the parent's
 own start (the store opening, the resume query).
 
@@ -31,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import gc
 import os
 import pickle
 import signal
@@ -43,6 +47,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.execute.collector import THRESHOLD
 from runner.matrix import RunCell
 from runner.records import RunRecord
 from runner.spec import ExperimentSpec
@@ -249,8 +254,26 @@ class ProcessPool:
 # -- the fork server and the workers (python -m runner.execute.pool PARENT FD...) ----------------
 
 
+# One scripted run against a built-in upstream in process, made by the fork server before it
+# forks: a run's first use loads the MCP SDK's server and client (with starlette and uvicorn),
+# builds pydantic validators lazily and warms litellm's per-call caches, about 0.5 s of CPU that
+# every worker would otherwise pay again at its first run.
+_WARM_UP_SPEC = """
+name: warm-up
+models: [scripted/naive]
+prompts: [{name: p, text: "You book rooms with the tools you have."}]
+upstreams: [{name: booking, builtin: booking}]
+scenarios: [F1]
+conversations:
+  - name: c
+    user: "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
+runs: 1
+proxy: {in_process: always}
+"""
+
+
 def _warm_up() -> None:
-    """Import what a run needs and make one scripted litellm call, so the workers inherit it."""
+    """Import what a run needs and make one scripted run, so the workers inherit it all."""
     import anyio._backends._asyncio  # noqa: F401  (the MCP SDK's streams load it at first use)
 
     import runner.execute.run  # noqa: F401
@@ -263,11 +286,22 @@ def _warm_up() -> None:
     async def call() -> None:
         messages = [{"role": "user", "content": "warm up"}]
         await litellm.acompletion(model="scripted/naive", messages=messages)
+        with contextlib.suppress(Exception):  # an optimisation: a failure costs only time
+            await _warm_up_run()
         await asyncio.sleep(0.05)  # litellm queues its success logging a little later
         await GLOBAL_LOGGING_WORKER.flush()
         await GLOBAL_LOGGING_WORKER.stop()  # bound to this loop; each worker starts its own
 
     asyncio.run(call())
+
+
+async def _warm_up_run() -> RunRecord:
+    from runner.execute.run import execute_run
+    from runner.matrix import expand
+    from runner.spec import load_spec
+
+    spec = load_spec("warm-up.yaml", text=_WARM_UP_SPEC)
+    return await execute_run(expand(spec)[0], spec)
 
 
 def _threads_ended(timeout_s: float = 10.0) -> int:
@@ -297,6 +331,10 @@ def _serve_forks(parent: int, fds: list[int]) -> None:
         return
     sys.stdout.flush()
     sys.stderr.flush()
+    # What the warm-up left (litellm's and the SDK's ~400,000 objects) is never garbage: out
+    # of the collector's sight, the workers' full collections skip it and do not write to the
+    # pages they share with this process (the gc module's advice for a fork server).
+    gc.freeze()
     me = os.getpid()
     children = []
     for fd in fds:
@@ -330,6 +368,7 @@ def _serve_forks(parent: int, fds: list[int]) -> None:
 
 def _worker(server: int, fd: int) -> None:
     _die_with_parent(server)
+    gc.set_threshold(*THRESHOLD)  # runner.execute.collector: what was frozen stays frozen
     asyncio.run(_work(socket.socket(fileno=fd)))
 
 

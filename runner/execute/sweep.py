@@ -16,6 +16,7 @@ the patches the harness emitted in them are then inserted verbatim into the syst
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.execute.caps import ModelCaps
+from runner.execute.collector import fewer_collections
 from runner.execute.early_stop import EarlyStop
 from runner.execute.record import patch_block
 from runner.execute.run import execute_run
@@ -299,9 +301,13 @@ async def run_sweep(
         if on_progress is not None:
             on_progress(progress, record)
 
+    # Runs executing in this process: a lighter collector (runner.execute.collector); the
+    # worker processes of a pool set theirs up themselves.
+    lighter = fewer_collections() if execute is execute_here else contextlib.nullcontext()
     tasks = [asyncio.create_task(one(c)) for c in todo]
     try:
-        await asyncio.gather(*tasks)
+        with lighter:
+            await asyncio.gather(*tasks)
     finally:
         for task in tasks:
             task.cancel()

@@ -26,3 +26,22 @@ def test_g3_the_fork_waits_for_threads_still_ending() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1", "False"]
+
+
+def test_g3_the_fork_server_warms_up_with_a_real_scripted_run_the_workers_inherit() -> None:
+    # The warm-up is one scripted run in process, through litellm and the in-process proxy: it
+    # must end ok (its failure is swallowed, so only this test would see it), and leave the
+    # MCP SDK's server and the built-in upstreams loaded, which the workers then inherit.
+    probe = (
+        "import asyncio, sys\n"
+        "from runner.execute.pool import _warm_up, _warm_up_run\n"
+        "_warm_up()\n"
+        "print('runner.upstreams._registry' in sys.modules, 'mcp.server' in sys.modules)\n"
+        "record = asyncio.run(_warm_up_run())\n"
+        "print(record.status, record.error, record.tool_calls > 0)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["True True", "ok None True"]

@@ -5,14 +5,15 @@ write: the call, the report's pieces, the upstream's answer, the answer, the rep
 again) and prints its peak resident set size (VmHWM from /proc) before and after. Two lengths, 2,000
 and 6,000 distinct writes: what the session keeps per write is their difference over 4,000.
 
-Measured on the development machine (2 cores, load 10-12 from other work): peak growth 2.9 MB
-at 2,000 writes and 10.7 MB at 6,000, 1.97 KB per write, since each operation keeps its
-arguments, its report entry and its observations as JSON bytes only, each chunk of the
-report's arrays in one form, and no empty list or dict per attempt and operation (issue 24);
-2.65 KB with the first two alone, 3.1 KB before them, 4.3 KB before
-operations gave their J9/J10 folded values back. The session still keeps each operation's
-judge state and its report bytes (operations[] shows every operation, O1), so the growth is
-bounded per write, not flat.
+Measured on the development machine (2 cores, load 10-13 from other work): peak growth 1.0 MB
+at 2,000 writes and 4.1-4.4 MB at 6,000, 0.77-0.81 KB per write, since the judge packs each
+settled operation into bytes (every attempt answered and certain, no key, no spelling pair, not
+a J9/J10 candidate) and keeps no report bytes of its own, and the report's settled chunks are
+kept as their joined bytes alone (issue 24); 1.42 KB before the packing, 1.97 KB before the
+judge stopped keeping report bytes, 3.1 KB before the operations kept their arguments, entry and observations as JSON bytes,
+4.3 KB before operations gave their J9/J10 folded values back. The session still keeps each
+operation's report bytes (operations[] shows every operation, O1), its packed state and its id
+(a repeat may come at any time, K2), so the growth is bounded per write, not flat.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ import sys
 
 import pytest
 
-PER_WRITE_KB = 2.3  # measured 1.97 KB: a 17 % margin (3.1 KB before issue 24's fixes fails it)
-PEAK_GROWTH_MB = 13  # at 6,000 writes: measured 10.7 MB over the session's start, a 21 % margin
+PER_WRITE_KB = 0.95  # measured 0.77-0.81 KB: a 17 % margin (1.42 KB without packing fails it)
+PEAK_GROWTH_MB = 5.5  # at 6,000 writes: measured 4.1-4.4 MB over the session's start
 
 SCRIPT = r"""
 import re, sys
