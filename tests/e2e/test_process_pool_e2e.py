@@ -17,7 +17,6 @@ import queue
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -27,8 +26,9 @@ import pytest
 
 from bench.concurrency import tree as _tree  # `root` and every descendant, from /proc
 from tests.support import launcher
-from tests.support.paths import BIN, ROOT
+from tests.support.paths import BIN
 from tests.support.runkit import CLI_TIMEOUT_S, cli_env, query, scripted_sweep_spec
+from tests.support.slowmodel import slow_model as slow_model_at
 
 pytestmark = pytest.mark.slow
 
@@ -99,17 +99,8 @@ def test_g3_processes_with_executor_ray_is_one_line_exit_1(tmp_path: Path) -> No
 @pytest.fixture
 def slow_model() -> Any:
     """bench/slow_model.py answering every call after 0.5 s; its /v1 URL."""
-    model = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "slow_model.py"), "--delay", "0.5"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert model.stdout is not None
-    line = model.stdout.readline()
-    found = re.search(r"listening on (\S+)", line)
-    assert found, line
-    yield found.group(1)
-    model.terminate()
-    model.wait(timeout=30)
+    with slow_model_at(0.5) as url:
+        yield url
 
 
 def _slow_spec(folder: Path, url: str, runs: int) -> Path:

@@ -27,6 +27,7 @@ from runner.matrix import expand
 from runner.spec import load_spec
 from tests.support import launcher
 from tests.support.runkit import CLI_TIMEOUT_S, E2E_LIMITS, cli_env, query
+from tests.support.slowmodel import slow_model, slow_model_entry
 from tests.support.specs import HOTEL, REQUEST, TRY_AGAIN, write_spec
 
 pytestmark = pytest.mark.slow
@@ -178,45 +179,50 @@ def _lines(stream: Any, into: queue.Queue) -> None:
 def test_runner_killed_mid_sweep_resumes_without_lost_or_doubled_runs(
     agent_harness_bin: Path, tmp_path: Path
 ):  # R1 R5
-    spec = write_spec(
-        tmp_path,
-        "e2e-resume",
-        models=["scripted/careful", "scripted/naive"],
-        conversations=[{"name": "single", "user": REQUEST}],
-        runs=20,
-        concurrency=2,
-        limits=E2E_LIMITS,
-    )
-    expected = {c.run_id for c in expand(load_spec(spec))}
-    assert len(expected) == 40
-    db = tmp_path / "runs.duckdb"
-    argv = [str(agent_harness_bin), "run", str(spec), "--db", str(db)]
+    # A model that answers each call after 0.25 s keeps the 40 runs (two calls each, two at
+    # a time) in flight for about 10 s: scripted models end them all before the first commit
+    # on a quiet machine, and then no kill can land mid-sweep.
+    with slow_model(0.25) as url:
+        spec = write_spec(
+            tmp_path,
+            "e2e-resume",
+            models=[slow_model_entry(url)],
+            conversations=[{"name": "single", "user": REQUEST}],
+            runs=40,
+            concurrency=2,
+            limits=E2E_LIMITS,
+        )
+        expected = {c.run_id for c in expand(load_spec(spec))}
+        assert len(expected) == 40
+        db = tmp_path / "runs.duckdb"
+        argv = [str(agent_harness_bin), "run", str(spec), "--db", str(db)]
 
-    first = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=cli_env(),
-        cwd=tmp_path, start_new_session=True,
-    )  # fmt: skip
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=_lines, args=(first.stderr, lines), daemon=True).start()
-    try:
-        deadline = time.monotonic() + CLI_TIMEOUT_S
-        seen = ""
-        while not PROGRESS.search(seen):  # the progress line comes after a run is stored
-            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            assert line is not None, f"runner ended before storing a run: {seen}"
-            seen += line
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)  # its own process group: the runner and children
-        first.wait(timeout=30)
-    assert first.returncode == -signal.SIGKILL
+        first = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=cli_env(),
+            cwd=tmp_path, start_new_session=True,
+        )  # fmt: skip
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=_lines, args=(first.stderr, lines), daemon=True).start()
+        try:
+            deadline = time.monotonic() + CLI_TIMEOUT_S
+            seen = ""
+            while not PROGRESS.search(seen):  # the progress line comes after a run is stored
+                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+                assert line is not None, f"runner ended before storing a run: {seen}"
+                seen += line
+        finally:
+            os.killpg(first.pid, signal.SIGKILL)  # its own group: the runner and children
+            first.wait(timeout=30)
+        assert first.returncode == -signal.SIGKILL
 
-    before = dict(query(db, "SELECT run_id, saved_at FROM runs"))
-    assert 1 <= len(before) < len(expected), "the kill must land mid-sweep"
-    assert set(before) <= expected
+        before = dict(query(db, "SELECT run_id, saved_at FROM runs"))
+        assert 1 <= len(before) < len(expected), "the kill must land mid-sweep"
+        assert set(before) <= expected
 
-    second = subprocess.run(
-        argv, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=cli_env(), cwd=tmp_path
-    )
+        second = subprocess.run(
+            argv, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=cli_env(),
+            cwd=tmp_path,
+        )  # fmt: skip
     assert second.returncode == 0, second.stderr
     assert f"{len(before)} runs were already stored and were skipped (resume)" in second.stderr
 
