@@ -373,7 +373,7 @@ class ForkServer:
         folder = tempfile.mkdtemp(prefix="agent-harness-forks-")
         self.path = os.path.join(folder, "sock")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "runner.forkserver", self.path],
+            [sys.executable, "-P", "-m", "runner.forkserver", self.path],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C at the runner's terminal is the runner's
         )  # fmt: skip

@@ -137,7 +137,7 @@ def serve(
     model = model or model_path(python)
     port = free_port()
     argv = [
-        str(python), "-m", "llama_cpp.server", "--model", str(model),
+        str(python), "-P", "-m", "llama_cpp.server", "--model", str(model),
         "--model_alias", MODEL_ALIAS, "--chat_format", CHAT_FORMAT,
         "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", str(context), "--n_threads", str(threads), "--verbose", "False",

@@ -29,7 +29,7 @@ END_TIMEOUT_S = 10.0
 def proxy_command(config: ProxyConfig) -> list[str]:
     """The whole `agent-harness proxy ...` command line that runs `config` as a subprocess."""
     exe = Path(sys.executable).parent / "agent-harness"
-    head = [str(exe), "proxy"] if exe.exists() else [sys.executable, "-m", "harness", "proxy"]
+    head = [str(exe), "proxy"] if exe.exists() else [sys.executable, "-P", "-m", "harness", "proxy"]
     return [*head, *proxy_argv(config)]
 
 

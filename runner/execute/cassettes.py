@@ -35,7 +35,7 @@ _COUNT_LIMIT = 64 * 1024 * 1024
 def cassette_replay_args(cassette: str, unmatched: str | None, workdir: Path) -> tuple[str, ...]:
     """The replay's arguments after the interpreter (the cassette resolved from where the
     runner is started, the count into the run's own folder)."""
-    args = ["-m", "harness.cassette", "replay", str(Path(cassette).absolute()),
+    args = ["-P", "-m", "harness.cassette", "replay", str(Path(cassette).absolute()),
             "--count-file", str(workdir / CASSETTE_COUNT)]  # fmt: skip
     if unmatched is not None:
         args += ["--unmatched", unmatched]

@@ -201,7 +201,7 @@ def _forked(target: ProxyTarget, config: ProxyConfig) -> list[str]:
     builtin = target.builtin_kind is not None and target.builtin_db is not None
     if builtin and config.upstream_command is not None:
         upstream = forkserver.SERVER.command(
-            "upstream", 3, stdio_command(target.builtin_kind, target.builtin_db)
+            "upstream", 4, stdio_command(target.builtin_kind, target.builtin_db)
         )
         config = dataclasses.replace(
             config, upstream_command=upstream[0], upstream_args=tuple(upstream[1:])

@@ -144,7 +144,7 @@ class ProcessPool:
             self._workers.append(_Worker(index, mine))
             ends.append(theirs)
         self._server = subprocess.Popen(
-            [sys.executable, "-m", "runner.execute.pool", str(os.getpid()),
+            [sys.executable, "-P", "-m", "runner.execute.pool", str(os.getpid()),
              *(str(end.fileno()) for end in ends)],
             stdin=subprocess.PIPE, pass_fds=[end.fileno() for end in ends],
         )  # fmt: skip

@@ -68,7 +68,7 @@ def builtin(kind: str) -> BuiltinUpstream:
 def stdio_command(kind: str, db_path: str | Path) -> list[str]:
     """The command line that serves KIND over stdio with its ledger in db_path."""
     builtin(kind)
-    return [sys.executable, "-m", "runner.upstreams", kind, "--db", str(db_path)]
+    return [sys.executable, "-P", "-m", "runner.upstreams", kind, "--db", str(db_path)]
 
 
 def http_command(kind: str, db_path: str | Path) -> list[str]:

@@ -93,6 +93,27 @@ def test_g3_processes_with_executor_ray_is_one_line_exit_1(tmp_path: Path) -> No
     assert not (tmp_path / "x.duckdb").exists()
 
 
+def test_g3_r3_a_module_in_the_runners_folder_replaces_nothing_in_its_own_processes(
+    tmp_path: Path,
+) -> None:
+    # `python -m` puts its working folder first on sys.path, and the runner starts the workers'
+    # fork server and (here, `--in-process never`) the proxies' fork server in the folder it
+    # was started in: a json.py there must not stand in for the standard library's.
+    marker = tmp_path / "imported"
+    (tmp_path / "json.py").write_text(
+        f"open({str(marker)!r}, 'a').write('the folder json.py ran\\n')\n"
+        "raise ImportError('a json.py in the working folder')\n"
+    )
+    spec = tmp_path / "pool.yaml"
+    spec.write_text(scripted_sweep_spec("pool", runs=1))  # 12 runs
+    done = _run(tmp_path, spec, tmp_path / "x.duckdb", "--processes", "2", "--in-process", "never")
+    assert done.returncode == 0, done.stderr
+    assert "running on 2 worker processes" in done.stderr
+    assert not marker.exists(), marker.read_text()
+    outcomes = _outcomes(tmp_path / "x.duckdb")
+    assert len(outcomes) == 12 and {v[0] for v in outcomes.values()} == {"ok"}
+
+
 # -- signals and crashes, with runs in flight on the workers ---------------------------------
 
 

@@ -404,6 +404,7 @@ def test_r4_stdio_command_runs_the_package_with_its_ledger(kind, tmp_path):
     db = tmp_path / "x.sqlite"
     assert stdio_command(kind, db) == [
         sys.executable,
+        "-P",  # a module in the runner's folder shadows nothing (G3)
         "-m",
         "runner.upstreams",
         kind,

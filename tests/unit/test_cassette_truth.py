@@ -76,9 +76,9 @@ def test_u2_a_missing_count_makes_the_agreement_unknown(tmp_path):
 
 def test_u2_the_runner_starts_the_replay_with_its_count_in_the_runs_folder(tmp_path):
     args = cassette_replay_args("rec/s.cassette", "nearest", tmp_path)
-    assert args[:3] == ("-m", "harness.cassette", "replay")
-    assert Path(args[3]).is_absolute() and args[3].endswith("rec/s.cassette")
-    assert args[4:] == ("--count-file", str(tmp_path / CASSETTE_COUNT), "--unmatched", "nearest")
+    assert args[:4] == ("-P", "-m", "harness.cassette", "replay")
+    assert Path(args[4]).is_absolute() and args[4].endswith("rec/s.cassette")
+    assert args[5:] == ("--count-file", str(tmp_path / CASSETTE_COUNT), "--unmatched", "nearest")
 
 
 # -- the spec ---------------------------------------------------------------------------------
