@@ -184,7 +184,13 @@ async def upstream_argv(target: ProxyTarget) -> list[str]:
         return fresh
     from runner import forkserver
 
-    return forkserver.SERVER.command("upstream", 3, fresh)
+    return forkserver.SERVER.command("upstream", _upstream_head(fresh), fresh)
+
+
+def _upstream_head(argv: list[str]) -> int:
+    """How many words of a built-in upstream's command stand for the program (the interpreter,
+    its flags, `-m runner.upstreams`): the fork gets the rest as its arguments."""
+    return argv.index("runner.upstreams") + 1
 
 
 def _forks() -> str | None:
@@ -200,8 +206,9 @@ def _forked(target: ProxyTarget, config: ProxyConfig) -> list[str]:
 
     builtin = target.builtin_kind is not None and target.builtin_db is not None
     if builtin and config.upstream_command is not None:
+        fresh_upstream = stdio_command(target.builtin_kind, target.builtin_db)
         upstream = forkserver.SERVER.command(
-            "upstream", 4, stdio_command(target.builtin_kind, target.builtin_db)
+            "upstream", _upstream_head(fresh_upstream), fresh_upstream
         )
         config = dataclasses.replace(
             config, upstream_command=upstream[0], upstream_args=tuple(upstream[1:])
