@@ -70,9 +70,10 @@ def vm_hwm_kb(pid: int) -> int | None:
 
 def run_once(folder: Path, source: Path, writes: int) -> tuple[float, float, int]:
     """(wall seconds, proxy peak RSS in MB, answers written) for one pipelined session."""
+    # Every run in a folder of its own: a report file's event log left beside it by an earlier
+    # run would make the proxy continue that session (X14), not start a new one.
+    folder = Path(tempfile.mkdtemp(prefix="run-", dir=folder))
     report, answers = folder / "report.json", folder / "answers.jsonl"
-    for stale in (report, answers):
-        stale.unlink(missing_ok=True)
     started = time.perf_counter()
     with source.open("rb") as stdin, answers.open("wb") as stdout:
         proc = subprocess.Popen(
