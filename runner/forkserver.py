@@ -31,7 +31,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import types
 from pathlib import Path
@@ -370,7 +369,9 @@ class ForkServer:
         import atexit
         import selectors as _selectors
 
-        folder = tempfile.mkdtemp(prefix="agent-harness-forks-")
+        from runner.execute.workdirs import socket_folder
+
+        folder = socket_folder()
         self.path = os.path.join(folder, "sock")
         self.proc = subprocess.Popen(
             [sys.executable, "-P", "-m", "runner.forkserver", self.path],

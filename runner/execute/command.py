@@ -23,7 +23,6 @@ import json
 import os
 import re
 import signal
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
@@ -39,6 +38,7 @@ from runner.execute.connect import (
     served_over_http,
     upstream_argv,
 )
+from runner.execute.workdirs import run_workdir
 from runner.matrix import RunCell
 from runner.modelserver import ModelEndpoint, serve_model
 from runner.records import RunRecord, TranscriptEntry
@@ -89,7 +89,7 @@ async def execute_command_run(
     agent = cell.model
     assert isinstance(agent, AgentSpec)
     started_at, started = datetime.now(UTC), time.perf_counter()
-    workdir_ctx = tempfile.TemporaryDirectory(prefix=f"agent-harness-{cell.run_id}-")
+    workdir_ctx = run_workdir(cell.run_id)
     workdir = Path(workdir_ctx.name)
     target = dataclasses.replace(
         runmod.proxy_target(cell, spec, workdir), agent_over_http=agent.transport == "http"

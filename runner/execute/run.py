@@ -65,6 +65,7 @@ from runner.execute.effects import (
 )
 from runner.execute.judging import judge_honesty
 from runner.execute.probe import ProbeFailed, read_state
+from runner.execute.workdirs import run_workdir
 from runner.matrix import RunCell
 from runner.records import FindingRow, RunRecord
 from runner.spec import AgentSpec, ExperimentSpec, TruthProbe
@@ -194,7 +195,7 @@ async def execute_run(
         )  # fmt: skip
     started_at = datetime.now(UTC)
     started = time.perf_counter()
-    workdir_ctx = tempfile.TemporaryDirectory(prefix=f"agent-harness-{cell.run_id}-")
+    workdir_ctx = run_workdir(cell.run_id)
     workdir = Path(workdir_ctx.name)
     target = proxy_target(cell, spec, workdir)
     if connect is None:

@@ -1,0 +1,97 @@
+"""R3/G3: the runner's temporary folders. A run's working folder and the fork server's socket
+folder carry the pid of the process that made them; a runner or worker killed by SIGKILL
+leaves them behind, and the next `run` removes those whose process is gone (and that no one
+changed for an hour), never a folder of a live process, another user's, or a link."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runner.execute.workdirs import STALE_AFTER_S, run_workdir, socket_folder, sweep_stale
+from tests.support.paths import BIN
+
+pytestmark = pytest.mark.fresh_process
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def folder(root: Path, name: str, *, age_s: float) -> Path:
+    path = root / name
+    path.mkdir()
+    (path / "upstream.sqlite").write_bytes(b"ledger")
+    old = time.time() - age_s
+    for p in (path / "upstream.sqlite", path):
+        os.utime(p, (old, old))
+    return path
+
+
+def test_g3_the_folders_of_gone_processes_are_swept_and_nothing_else(tmp_path):
+    gone, alive = dead_pid(), os.getppid()
+    old = STALE_AFTER_S + 60
+    stale_run = folder(tmp_path, f"agent-harness-0123456789abcdef-p{gone}-ab_c9", age_s=old)
+    stale_forks = folder(tmp_path, f"agent-harness-forks-p{gone}-x1y2", age_s=old)
+    live = folder(tmp_path, f"agent-harness-0123456789abcdef-p{alive}-zz", age_s=old)
+    recent = folder(tmp_path, f"agent-harness-fedcba9876543210-p{gone}-qq", age_s=60)
+    other = folder(tmp_path, f"someone-else-p{gone}-qq", age_s=old)
+    target = folder(tmp_path, "target", age_s=old)
+    link = tmp_path / f"agent-harness-forks-p{gone}-link"
+    link.symlink_to(target)
+
+    assert sweep_stale(str(tmp_path)) == 2
+
+    assert not stale_run.exists() and not stale_forks.exists()
+    assert live.exists() and recent.exists() and other.exists()
+    assert link.is_symlink() and (target / "upstream.sqlite").exists()
+
+
+def test_g3_a_folder_written_within_the_hour_is_kept_whatever_its_own_time(tmp_path):
+    # A long run's folder: created long ago, its ledger written a minute ago.
+    path = folder(tmp_path, f"agent-harness-0123456789abcdef-p{dead_pid()}-ab", age_s=7200)
+    os.utime(path / "upstream.sqlite", (time.time() - 60, time.time() - 60))
+    assert sweep_stale(str(tmp_path)) == 0 and path.exists()
+
+
+def test_g3_the_names_carry_this_processes_pid(tmp_path, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    with run_workdir("0123456789abcdef") as name:
+        assert Path(name).name.startswith(f"agent-harness-0123456789abcdef-p{os.getpid()}-")
+        assert sweep_stale(str(tmp_path), now=time.time() + 10 * STALE_AFTER_S) == 0
+    forks = Path(socket_folder())
+    assert forks.name.startswith(f"agent-harness-forks-p{os.getpid()}-")
+    forks.rmdir()
+
+
+def test_g3_run_sweeps_a_killed_runners_folders_and_leaves_none_of_its_own(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    left = folder(
+        tmp, f"agent-harness-0123456789abcdef-p{dead_pid()}-k1ll", age_s=2 * STALE_AFTER_S
+    )
+    spec = tmp_path / "one.yaml"
+    spec.write_text(
+        "name: one\nmodels: [scripted/naive]\n"
+        "prompts: [{name: p, text: You book rooms.}]\npatches: [none]\n"
+        "upstreams: [{name: booking, builtin: booking}]\nscenarios: [F1]\n"
+        "conversations: [{name: c, user: Please book a room for Alice on 2026-12-01.}]\n"
+        "runs: 2\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "TMPDIR": str(tmp), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run(
+        [str(BIN), "run", str(spec), "--db", str(tmp_path / "x.duckdb"), "--in-process", "never"],
+        capture_output=True, text=True, env=env, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not left.exists()
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("agent-harness-")] == []
