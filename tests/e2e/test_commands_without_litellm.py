@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import BIN, ROOT
+from tests.support.specs import write_spec
 from tests.support.storekit import make_store
 
 # Start-up is the subject: real new processes, never the warm launcher.
@@ -87,14 +88,6 @@ def test_n3_proxy_judge_report_merge_runs_needed_never_import_litellm(tmp_path):
 
 
 def test_n3_run_imports_litellm_the_check_sees_it(tmp_path):
-    spec = tmp_path / "one.yaml"
-    spec.write_text(
-        "name: one\nmodels: [scripted/naive]\n"
-        "prompts: [{name: p, text: You book rooms.}]\npatches: [none]\n"
-        "upstreams: [{name: booking, builtin: booking}]\nscenarios: [F1]\n"
-        "conversations: [{name: c, user: Please book a room for Alice on 2026-12-01.}]\n"
-        "runs: 1\n",
-        encoding="utf-8",
-    )
+    spec = write_spec(tmp_path, "one", models=["scripted/naive"], runs=1)
     names = imported(["run", str(spec), "--db", str(tmp_path / "x.duckdb")], cwd=tmp_path)
     assert "litellm" in names

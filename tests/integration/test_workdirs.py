@@ -15,6 +15,7 @@ import pytest
 
 from runner.execute.workdirs import STALE_AFTER_S, run_workdir, socket_folder, sweep_stale
 from tests.support.paths import BIN
+from tests.support.specs import write_spec
 
 pytestmark = pytest.mark.fresh_process
 
@@ -78,15 +79,7 @@ def test_g3_run_sweeps_a_killed_runners_folders_and_leaves_none_of_its_own(tmp_p
     left = folder(
         tmp, f"agent-harness-0123456789abcdef-p{dead_pid()}-k1ll", age_s=2 * STALE_AFTER_S
     )
-    spec = tmp_path / "one.yaml"
-    spec.write_text(
-        "name: one\nmodels: [scripted/naive]\n"
-        "prompts: [{name: p, text: You book rooms.}]\npatches: [none]\n"
-        "upstreams: [{name: booking, builtin: booking}]\nscenarios: [F1]\n"
-        "conversations: [{name: c, user: Please book a room for Alice on 2026-12-01.}]\n"
-        "runs: 2\n",
-        encoding="utf-8",
-    )
+    spec = write_spec(tmp_path, "one", models=["scripted/naive"], runs=2)
     env = {**os.environ, "TMPDIR": str(tmp), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     done = subprocess.run(
         [str(BIN), "run", str(spec), "--db", str(tmp_path / "x.duckdb"), "--in-process", "never"],
