@@ -5,6 +5,7 @@ runner starts once per run, loads none of the runner's analysis, store or provid
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -46,6 +47,21 @@ MODEL_LIBRARIES = ("litellm", "openai")
 TABLE_LIBRARIES = ("polars", "duckdb", "pyarrow", "scipy", "jinja2")
 
 
+def agent_lines(writes: int) -> bytes:
+    """An agent's side of a session as lines: handshake, then distinct create_booking calls."""
+    lines: list[dict] = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "n3", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]  # fmt: skip
+    for i in range(writes):
+        arguments = {"guest": f"g{i}", "date": "2026-12-01"}
+        lines.append({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                      "params": {"name": "create_booking", "arguments": arguments}})  # fmt: skip
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
 def _loaded_by(args: list[str], heavy: tuple[str, ...], cwd: Path, stdin: bytes = b"") -> list[str]:
     code = _LOADED_AT_EXIT.format(heavy=heavy)
     done = subprocess.run(
@@ -61,17 +77,14 @@ def _loaded_by(args: list[str], heavy: tuple[str, ...], cwd: Path, stdin: bytes 
     return ast.literal_eval(line[len("LOADED ") :])
 
 
-def test_commands_that_call_no_model_never_import_litellm(tmp_path: Path):
+def test_n3_commands_that_call_no_model_never_import_litellm(tmp_path: Path):
     from tests.support.proxyproc import SERVER
     from tests.support.storekit import make_store
 
     a = make_store(tmp_path / "a.duckdb", ["r1", "r2"])
     b = make_store(tmp_path / "b.duckdb", ["r3"])
     events = Path(__file__).resolve().parent.parent / "unit/data/f1-ghost-write.v1.events.jsonl"
-    initialize = (
-        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
-        b'"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
-    )
+    session = agent_lines(writes=3)  # the proxy really proxies: three writes go upstream
     proxy = [
         "proxy",
         "--upstream-command",
@@ -90,7 +103,9 @@ def test_commands_that_call_no_model_never_import_litellm(tmp_path: Path):
     }
     for name, args in commands.items():
         assert _loaded_by(args, MODEL_LIBRARIES, tmp_path) == [], name
-    assert _loaded_by(proxy, MODEL_LIBRARIES, tmp_path, stdin=initialize) == [], "proxy"
+    assert _loaded_by(proxy, MODEL_LIBRARIES, tmp_path, stdin=session) == [], "proxy"
+    executed = (tmp_path / "truth.jsonl").read_text().splitlines()
+    assert [json.loads(line).get("tool") for line in executed] == ["create_booking"] * 3
     assert (tmp_path / "report.html").stat().st_size > 0
     assert (tmp_path / "merged.duckdb").exists()
 
