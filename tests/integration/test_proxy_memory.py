@@ -719,12 +719,39 @@ def test_o4_a_directory_that_appears_at_the_target_is_left_there_and_refused(
     (tmp_path / "report.json").unlink()
     (tmp_path / "report.json").mkdir()
     (tmp_path / "report.json" / "keep.txt").write_text("user data")
-    # Skip the check before the switch, as if the directory appeared just after it.
+    # Skip any check before the switch, as if the directory appeared just after it (with an
+    # exchange there is none: the exchange's own check refuses it).
     monkeypatch.setattr(ReportFile, "_check_still_regular", lambda self: None)
     with pytest.raises(ReportFileError):
         report.write_text('{"n": 1}')
     assert (tmp_path / "report.json" / "keep.txt").read_text() == "user data"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.json.lock"]
+    report.release()
+
+
+def test_o4_a_symlink_that_replaced_the_report_is_refused_and_left_there(tmp_path):
+    report = ReportFile(str(tmp_path / "report.json"))
+    report.write_text("{}")
+    report.write_text('{"n": 1}')  # an earlier version's file is kept for reuse
+    (tmp_path / "other.txt").write_text("user data")
+    (tmp_path / "report.json").unlink()
+    (tmp_path / "report.json").symlink_to(tmp_path / "other.txt")
+    with pytest.raises(ReportFileError, match="no longer a regular file"):
+        report.write_text('{"n": 2}')
+    assert (tmp_path / "report.json").is_symlink()
+    assert (tmp_path / "other.txt").read_text() == "user data"
+    report.release()
+
+
+def test_o4_without_an_exchange_a_directory_at_the_target_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr("harness.base.outfile.RENAMEAT2", None)  # not Linux, or an old libc
+    report = ReportFile(str(tmp_path / "report.json"))
+    report.write_text("{}")
+    (tmp_path / "report.json").unlink()
+    (tmp_path / "report.json").mkdir()
+    with pytest.raises(ReportFileError, match="no longer a regular file"):
+        report.write_text('{"n": 1}')
+    assert (tmp_path / "report.json").is_dir()
     report.release()
 
 
