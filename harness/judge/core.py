@@ -46,7 +46,7 @@ from harness.judge.model import (
     packed_arguments,
 )
 from harness.judge.similar import Volatile, fold, similar, surely_different
-from harness.judge.window import SpellingWindow, signature
+from harness.judge.window import SpellingWindow, UncertainAttempts, signature
 from harness.operations.classify import DEFAULT_KEY_FIELDS, REASON_NOT_LISTED, normalise_field_name
 from harness.operations.identity import strip_key_fields, value_key
 
@@ -209,7 +209,7 @@ class Judge:
         self._awaiting_read: list[OpState] = []
         self._keys_awaiting_read: list[KeyState] = []
         self._awaiting_other_write: deque[tuple[int, Attempt]] = deque()
-        self._uncertain_by_tool: dict[str, list[Attempt]] = {}
+        self._uncertain_by_tool: dict[str, UncertainAttempts] = {}
         self._recent_by_tool: dict[str, SpellingWindow] = {}
         self._listeners: list[Callable[[list[int], list[int], list[int]], None]] = []
         # E6, E7: per session, (its start on its monotonic clock, the wall clock then or None)
@@ -375,15 +375,25 @@ class Judge:
             _fold_of(op, arguments)
         # Uncertain attempts (ghost, unknown, rejected, open) stay candidates longest; the
         # rest drop out here, so the list stays as short as the number of uncertain attempts.
-        before = self._uncertain_by_tool.get(op.tool, [])
+        listed = self._uncertain_by_tool.get(op.tool)
+        if listed is None:
+            listed = self._uncertain_by_tool[op.tool] = UncertainAttempts()
+        before = listed.attempts
         uncertain = [a for a in before if a.uncertain_for_j9]
         window = self._recent_by_tool.get(op.tool)
         if window is None:
             window = self._recent_by_tool[op.tool] = SpellingWindow(J9_RECENT)
         mine = op.fold
+        # Only those the index does not rule out (issue 24): the same ones in the same order
+        # as going through `uncertain`, less some that `surely_different` would skip below.
+        indexed = listed.candidates(mine)
+        if indexed is not before:
+            uncertain_candidates = [a for a in indexed if a.uncertain_for_j9]
+        else:
+            uncertain_candidates = uncertain
         pairs = op.similar_pairs
         seen: set[OpState] = {op}
-        for earlier in (*uncertain, *window.candidates(op.fold_sig)):
+        for earlier in (*uncertain_candidates, *window.candidates(op.fold_sig)):
             other = earlier.op
             if other in seen:
                 continue
@@ -401,12 +411,13 @@ class Judge:
                 else:
                     earlier.dependents = [op]
         uncertain.append(attempt)
-        uncertain = self._uncertain_by_tool[op.tool] = uncertain[-J9_CANDIDATES:]
+        uncertain = uncertain[-J9_CANDIDATES:]
+        kept = set(uncertain)
+        listed.replace(uncertain, kept, attempt, mine)
         dropped = window.add(attempt, op.fold_sig)
         # Memory flat with the session's length: an operation that is no longer a candidate
         # (out of the window and the uncertain list) gives its folded values back; they are
         # computed again should a later attempt need them.
-        kept = set(uncertain)
         left = [a.op for a in before if a not in kept]
         if dropped is not None:
             left.append(dropped.op)
