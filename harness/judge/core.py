@@ -610,7 +610,7 @@ class Judge:
                 share = derived[index].share()  # type: ignore[union-attr]
                 derived[index] = share if share.violations else shares.setdefault(share, share)
         if self.pack_settled and self._settling:
-            self._settle()
+            self._settle(len(changed_ops))
         return changed_ops, changed_keys, changed_repeats
 
     def entries(self) -> list[Derived]:
@@ -648,12 +648,14 @@ class Judge:
             found = self._attempts[key]
         return found  # type: ignore[return-value]
 
-    def _settle(self) -> None:
+    def _settle(self, derived: int) -> None:
         """Pack the settled operations at the front of the queue; a J9/J10 candidate (or the
         retry window's) goes to its back, one that may still change leaves it (it comes back
-        when it is derived again)."""
+        when it is derived again). As many are looked at as were just `derived` (each of those
+        came into the queue at most once), and 8 more: the queue does not grow however rarely
+        the judge is refreshed (the proxy refreshes once for the calls of one read)."""
         queue = self._settling
-        for _ in range(min(len(queue), 8)):
+        for _ in range(min(len(queue), derived + 8)):
             op = queue.popleft()
             if self._ops[op.index] is not op:
                 continue  # packed already
