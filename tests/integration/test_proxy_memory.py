@@ -645,6 +645,50 @@ async def test_o3_report_is_current_before_upstream_and_before_the_answer():  # 
     assert final["score"]["overall"] == 80
 
 
+class _SentAfter:
+    """A line writer that notes, for each line, the report file as it was when the line went."""
+
+    def __init__(self, inner: Any, reports: list[str]) -> None:
+        self.inner, self.reports = inner, reports
+        self.seen: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    async def write_line(self, line: bytes) -> None:
+        self.seen.append((json.loads(line), json.loads(self.reports[-1])))
+        await self.inner.write_line(line)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+async def test_o3_pipelined_calls_share_report_writes_and_none_goes_out_before_its_own():  # O3
+    # Issue 24: calls read together begin together and share one report write before any of
+    # them goes upstream; answers that come together share one before any reaches the agent.
+    upstream = ScriptedUpstream(SCRIPTED_TOOLS, SCRIPTED_RESULTS)  # answers all it has read
+    async with proxied(upstream) as h:
+        to_upstream = h.proxy.upstream_out = _SentAfter(h.proxy.upstream_out, h.reports)
+        to_client = h.proxy.client_out = _SentAfter(h.proxy.client_out, h.reports)
+        writes_before = len(h.reports)
+        for i in range(40):
+            call = {"jsonrpc": "2.0", "id": f"c{i}", "method": "tools/call",
+                    "params": {"name": "create_booking", "arguments": {"n": i}}}  # fmt: skip
+            await h.from_client.write_line(json.dumps(call).encode())
+        for i in range(40):
+            await h.to_client.wait_for(lambda m, i=i: m.get("id") == f"c{i}")
+        writes = len(h.reports) - writes_before
+    assert writes <= 4  # was two a call: 80
+    calls = [(m, r) for m, r in to_upstream.seen if m.get("method") == "tools/call"]
+    answers = [(m, r) for m, r in to_client.seen if str(m.get("id", "")).startswith("c")]
+    assert len(calls) == len(answers) == 40
+    for message, report in calls:  # in the report before it went upstream
+        n = message["params"]["arguments"]["n"]
+        ops = [o for o in report["report"]["operations"] if o["arguments"] == {"n": n}]
+        assert len(ops) == 1 and ops[0]["attempts"] == 1, n
+    for message, report in answers:  # its execution in the report before the agent got it
+        n = int(message["id"][1:])
+        ops = [o for o in report["report"]["operations"] if o["arguments"] == {"n": n}]
+        assert ops[0]["outcome"] == "EXECUTED_ONCE", n
+
+
 async def test_o2_report_file_text_equals_the_judgement():  # O2 C7
     async with proxied(scenario="F1") as h:
         await h.client.call_tool("create_booking", BOOK)
