@@ -280,6 +280,17 @@ Piece = tuple[Any, bytes]  # (a key that names the same piece in every render, i
 _EMPTY = b""
 
 
+def _reserved_end(count: int) -> int:
+    """How many chunks an array hands out (`count` of them hold fragments, the rest are empty,
+    reserved): at least two more, rounded up to a multiple of half the power of two below, so
+    the number changes twice each time the array doubles (issue 24). Every change of the
+    number of pieces is a new layout of the report file, written whole (harness.report.slots):
+    one every 256 operations cost 8 GB of writes over 50,000."""
+    need = count + 2
+    step = max(1, 1 << (need.bit_length() - 2))
+    return -(-need // step) * step
+
+
 class _Chunks:
     """JSON fragments of one array, kept as UTF-8 chunks re-joined only where something changed.
 
@@ -364,8 +375,8 @@ class _Chunks:
     def pieces(self, out: list[Piece], seen: bool) -> bool:
         """Append this array part's keyed pieces; `seen`: an earlier piece had content.
 
-        Empty chunks are reserved ahead (a quarter more, at least two), so a growing session
-        fills pieces that exist instead of changing the list of pieces at every new chunk.
+        Empty chunks are reserved ahead (`_reserved_end`), so a growing session fills pieces
+        that exist instead of changing the list of pieces at every new chunk.
         Pieces before the first changed chunk are reused as they are, so the cost per call
         follows what changed, not the length of the session.
         """
@@ -396,7 +407,7 @@ class _Chunks:
             pieces.append(((self.name, c), piece))
             seen_here = seen_here or bool(piece)
             seen_after.append(seen_here)
-        reserved = [((self.name, c), _EMPTY) for c in range(count, count + max(2, count // 4))]
+        reserved = [((self.name, c), _EMPTY) for c in range(count, _reserved_end(count))]
         # Pack what was joined behind the last chunks: those that settled since the last
         # call, and those re-joined now because one of their fragments changed.
         for c in (*range(self._settled, settled), *range(start, settled)):
