@@ -94,3 +94,13 @@ def test_j9_many_calls_in_flight_reports_are_those_of_comparing_each_attempt(mon
     indexed = [_in_flight_session(0), _in_flight_session(7)]
     monkeypatch.setattr(UncertainAttempts, "candidates", lambda self, mine: self.attempts)
     assert indexed == [_in_flight_session(0), _in_flight_session(7)]
+
+
+@given(st.one_of(st.text(max_size=70), st.integers(), st.booleans(), st.none()))
+def test_j9_remembered_folds_are_those_computed_again(value):
+    from harness.judge import similar
+
+    first = similar._fold_scalar(value)  # maybe remembered now
+    assert similar._fold_scalar(value) == first == similar._folded_scalar(value)
+    if isinstance(value, bool):  # True == 1: never the folded value of an integer
+        assert similar._fold_scalar(int(value)) != first
