@@ -48,6 +48,13 @@ class Begun:
         self.before = before  # the previous call's `future` (only it: no chain of calls)
         self.future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
+    def may_begin(self) -> bool:
+        """The call before has begun (or there was none)."""
+        if self.before is None or self.before.done():
+            self.before = None
+            return True
+        return False
+
     async def after_the_call_before(self) -> None:
         before = self.before
         if before is not None and not before.done():
@@ -140,15 +147,19 @@ class CallHandling:
             await self._reply(rpc_id, answer_audit_call(name, arguments, self.session), reply)
             return
         self._start_listing()  # a client that skipped notifications/initialized
-        try:
-            async with asyncio.timeout(self.config.upstream_timeout_s):
-                await self._tools_ready.wait()
-                # S8, X9: calls begin (are numbered, judged, faulted) in the order they came;
-                # one that came as the list arrived must not overtake those that waited for it.
-                await begun.after_the_call_before()
-        except TimeoutError:
-            if not self._tools_ready.is_set():
-                self.log("WARNING: the upstream's tool list is late; judging this call unlisted")
+        if not (self._tools_ready.is_set() and begun.may_begin()):  # else no wait, no timer
+            try:
+                async with asyncio.timeout(self.config.upstream_timeout_s):
+                    await self._tools_ready.wait()
+                    # S8, X9: calls begin (are numbered, judged, faulted) in the order they
+                    # came; one that came as the list arrived must not overtake those that
+                    # waited for it.
+                    await begun.after_the_call_before()
+            except TimeoutError:
+                if not self._tools_ready.is_set():
+                    self.log(
+                        "WARNING: the upstream's tool list is late; judging this call unlisted"
+                    )
         ticket = self.session.begin_call(
             name, arguments, rpc_id=rpc_id, raw_arguments=raw_arguments,
             sessionless=self.revision.version if self.revision.stateless else None,
