@@ -145,9 +145,10 @@ def _arrays_similar(a: list[Any], b: list[Any], depth: int, volatile: Volatile |
 
 
 # Issue 24: the folded values of recent short strings and integers (dates, counts, names an
-# agent repeats), so they are not parsed again for every attempt; cleared when full.
+# agent repeats), so they are not parsed again for every attempt; cleared when full (512:
+# about 170 KB, since they keep their strings alive).
 _FOLDED: dict[tuple[type, Any], Any] = {}
-_FOLDED_MAX = 4096
+_FOLDED_MAX = 512
 
 
 def _fold_scalar(value: Any) -> Any:
