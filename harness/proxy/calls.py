@@ -170,12 +170,14 @@ class CallHandling:
             turn.release()  # it never goes upstream: nothing behind it needs to wait
             await self._injected_answer(ticket, rpc_id, ticket.injected, reply, task)
             return
+        # O3: current before the call goes upstream. First: the upstream may be lost while the
+        # call waits for the shared write (no answer could come to it then).
+        await self._report_current()
         if self.upstream_gone is not None:
             self.session.upstream_failed(ticket, "unavailable", error=self.upstream_gone.detail)
             text = f"UPSTREAM_UNAVAILABLE: {self.upstream_gone.detail}"
             await self._answer(ticket, rpc_id, error_result(text), "harness", reply, task)
             return
-        await self._report_current()  # O3: current before the call goes upstream
         if self.unrecordable is not None:  # its CallReceived could not be written: not sent
             self.session.upstream_failed(ticket, "unavailable", error=str(self.unrecordable))
             self.session.answered(ticket, is_error=True, source="harness")

@@ -689,6 +689,34 @@ async def test_o3_pipelined_calls_share_report_writes_and_none_goes_out_before_i
         assert ops[0]["outcome"] == "EXECUTED_ONCE", n
 
 
+async def test_o3_an_upstream_lost_while_the_shared_report_is_written_answers_at_once():  # O3 A1
+    # Calls that wait for the shared report write see an upstream lost meanwhile: none goes
+    # upstream, each is answered as unavailable at once (not after --upstream-timeout).
+    from harness.proxy.messages import UpstreamGone
+
+    async with proxied(upstream_timeout_s=60.0) as h:
+        await h.client.call_tool("create_booking", BOOK)  # the tool list is in
+        shared_write, armed = h.proxy._write_pending_report, [True]
+
+        def shared_write_then_lose():
+            shared_write()  # the calls waiting for it go on at the next turn of the loop
+            if armed:
+                armed.clear()
+                h.proxy._upstream_lost(UpstreamGone("crash", "lost during the report write"))
+
+        h.proxy._write_pending_report = shared_write_then_lose
+        for i in range(2):
+            call = {"jsonrpc": "2.0", "id": f"u{i}", "method": "tools/call",
+                    "params": {"name": "create_booking", "arguments": {"n": i}}}  # fmt: skip
+            await h.from_client.write_line(json.dumps(call).encode())
+        with anyio.fail_after(5):
+            for i in range(2):
+                answer = await h.to_client.wait_for(lambda m, i=i: m.get("id") == f"u{i}")
+                assert "UPSTREAM_UNAVAILABLE" in json.dumps(answer)
+    assert not armed  # the upstream was lost while both calls waited for the shared write
+    assert h.upstream.count("create_booking") == 1  # the first call's only
+
+
 async def test_o2_report_file_text_equals_the_judgement():  # O2 C7
     async with proxied(scenario="F1") as h:
         await h.client.call_tool("create_booking", BOOK)
