@@ -23,9 +23,21 @@ class TooDeep(ValueError):
 
 
 def loads(text: str | bytes) -> Any:
-    """Parse JSON keeping number literals exact; raise TooDeep for pathological nesting."""
+    """Parse JSON keeping number literals exact; raise TooDeep for pathological nesting.
+
+    What `json.loads(text, parse_float=Decimal, parse_constant=...)` does, with one decoder
+    made once (json.loads builds a new one at every call when given hooks: issue 24)."""
+    if isinstance(text, str):
+        if text.startswith("\ufeff"):
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    elif isinstance(text, (bytes, bytearray)):
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
+    else:
+        raise TypeError(
+            f"the JSON object must be str, bytes or bytearray, not {text.__class__.__name__}"
+        )
     try:
-        return json.loads(text, parse_float=Decimal, parse_constant=_no_constants)
+        return _DECODER.decode(text)
     except RecursionError as exc:
         raise TooDeep("JSON nested too deeply to parse") from exc
 
@@ -39,6 +51,9 @@ _C_SORTED = json.JSONEncoder(
 def _no_constants(name: str) -> Any:
     # Python's parser accepts NaN and Infinity; JSON does not, and a report must stay JSON.
     raise ValueError(f"{name} is not valid JSON")
+
+
+_DECODER = json.JSONDecoder(parse_float=Decimal, parse_constant=_no_constants)
 
 
 def dumps(value: Any, *, sort_keys: bool = False) -> str:

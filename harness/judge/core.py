@@ -46,7 +46,7 @@ from harness.judge.model import (
     packed_arguments,
 )
 from harness.judge.similar import Volatile, fold, similar, surely_different
-from harness.judge.window import SpellingWindow, signature
+from harness.judge.window import SpellingWindow, UncertainAttempts, signature
 from harness.operations.classify import DEFAULT_KEY_FIELDS, REASON_NOT_LISTED, normalise_field_name
 from harness.operations.identity import strip_key_fields, value_key
 
@@ -209,7 +209,7 @@ class Judge:
         self._awaiting_read: list[OpState] = []
         self._keys_awaiting_read: list[KeyState] = []
         self._awaiting_other_write: deque[tuple[int, Attempt]] = deque()
-        self._uncertain_by_tool: dict[str, list[Attempt]] = {}
+        self._uncertain_by_tool: dict[str, UncertainAttempts] = {}
         self._recent_by_tool: dict[str, SpellingWindow] = {}
         self._listeners: list[Callable[[list[int], list[int], list[int]], None]] = []
         # E6, E7: per session, (its start on its monotonic clock, the wall clock then or None)
@@ -375,15 +375,25 @@ class Judge:
             _fold_of(op, arguments)
         # Uncertain attempts (ghost, unknown, rejected, open) stay candidates longest; the
         # rest drop out here, so the list stays as short as the number of uncertain attempts.
-        before = self._uncertain_by_tool.get(op.tool, [])
+        listed = self._uncertain_by_tool.get(op.tool)
+        if listed is None:
+            listed = self._uncertain_by_tool[op.tool] = UncertainAttempts()
+        before = listed.attempts
         uncertain = [a for a in before if a.uncertain_for_j9]
         window = self._recent_by_tool.get(op.tool)
         if window is None:
             window = self._recent_by_tool[op.tool] = SpellingWindow(J9_RECENT)
         mine = op.fold
+        # Only those the index does not rule out (issue 24): the same ones in the same order
+        # as going through `uncertain`, less some that `surely_different` would skip below.
+        indexed = listed.candidates(mine)
+        if indexed is not before:
+            uncertain_candidates = [a for a in indexed if a.uncertain_for_j9]
+        else:
+            uncertain_candidates = uncertain
         pairs = op.similar_pairs
         seen: set[OpState] = {op}
-        for earlier in (*uncertain, *window.candidates(op.fold_sig)):
+        for earlier in (*uncertain_candidates, *window.candidates(op.fold_sig)):
             other = earlier.op
             if other in seen:
                 continue
@@ -401,12 +411,13 @@ class Judge:
                 else:
                     earlier.dependents = [op]
         uncertain.append(attempt)
-        uncertain = self._uncertain_by_tool[op.tool] = uncertain[-J9_CANDIDATES:]
+        uncertain = uncertain[-J9_CANDIDATES:]
+        kept = set(uncertain)
+        listed.replace(uncertain, kept, attempt, mine)
         dropped = window.add(attempt, op.fold_sig)
         # Memory flat with the session's length: an operation that is no longer a candidate
         # (out of the window and the uncertain list) gives its folded values back; they are
         # computed again should a later attempt need them.
-        kept = set(uncertain)
         left = [a.op for a in before if a not in kept]
         if dropped is not None:
             left.append(dropped.op)
@@ -599,7 +610,7 @@ class Judge:
                 share = derived[index].share()  # type: ignore[union-attr]
                 derived[index] = share if share.violations else shares.setdefault(share, share)
         if self.pack_settled and self._settling:
-            self._settle()
+            self._settle(len(changed_ops))
         return changed_ops, changed_keys, changed_repeats
 
     def entries(self) -> list[Derived]:
@@ -637,12 +648,14 @@ class Judge:
             found = self._attempts[key]
         return found  # type: ignore[return-value]
 
-    def _settle(self) -> None:
+    def _settle(self, derived: int) -> None:
         """Pack the settled operations at the front of the queue; a J9/J10 candidate (or the
         retry window's) goes to its back, one that may still change leaves it (it comes back
-        when it is derived again)."""
+        when it is derived again). As many are looked at as were just `derived` (each of those
+        came into the queue at most once), and 8 more: the queue does not grow however rarely
+        the judge is refreshed (the proxy refreshes once for the calls of one read)."""
         queue = self._settling
-        for _ in range(min(len(queue), 8)):
+        for _ in range(min(len(queue), derived + 8)):
             op = queue.popleft()
             if self._ops[op.index] is not op:
                 continue  # packed already

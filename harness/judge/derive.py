@@ -248,6 +248,20 @@ def _unknown_detail(op: OpState) -> str:
     return "the upstream rejected an attempt and the operation was sent again"
 
 
+_TOOL_JSON: dict[str, bytes] = {}
+
+
+def _tool_json(tool: str) -> bytes:
+    """A tool's name as JSON (issue 24: serialised once, not at every derivation; short names
+    only, and a bounded number of them)."""
+    found = _TOOL_JSON.get(tool)
+    if found is None:
+        found = jsonutil.dumps(tool).encode()
+        if len(tool) <= 256 and len(_TOOL_JSON) < 1024:
+            _TOOL_JSON[tool] = found
+    return found
+
+
 def derive_operation(op: OpState, reads: Sequence[int], wall_of: WallOf) -> Derived:
     """A1-A3, J1, J2 and J5 for one operation (`wall_of`: E7's clock across sessions)."""
     attempts = op.attempts
@@ -389,7 +403,7 @@ def derive_operation(op: OpState, reads: Sequence[int], wall_of: WallOf) -> Deri
     if undelivered:  # E5: answers the agent never got
         entry["undeliveredAnswers"] = undelivered
     known = outcome != EXECUTION_UNKNOWN
-    head = b'{"index":%d,"tool":%s,"arguments":' % (op.index, jsonutil.dumps(op.tool).encode())
+    head = b'{"index":%d,"tool":%s,"arguments":' % (op.index, _tool_json(op.tool))
     return Derived(
         entry_json=b"".join((head, op.arguments_json, b",", jsonutil.dumps(entry).encode()[1:])),
         violations=tuple(violations),

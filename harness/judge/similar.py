@@ -144,7 +144,30 @@ def _arrays_similar(a: list[Any], b: list[Any], depth: int, volatile: Volatile |
 # -- a quick, conservative test before `similar` (J10 compares a window of attempts) ---------
 
 
+# Issue 24: the folded values of recent short strings and integers (dates, counts, names an
+# agent repeats), so they are not parsed again for every attempt; cleared when full (512:
+# about 170 KB, since they keep their strings alive).
+_FOLDED: dict[tuple[type, Any], Any] = {}
+_FOLDED_MAX = 512
+
+
 def _fold_scalar(value: Any) -> Any:
+    """`_folded_scalar(value)`, remembered for short strings and integers (a pure function)."""
+    kind = type(value)
+    if (kind is str and len(value) <= 64) or (kind is int and -(2**63) <= value < 2**63):
+        key = (kind, value)
+        try:
+            return _FOLDED[key]
+        except KeyError:
+            pass
+        folded = _FOLDED[key] = _folded_scalar(value)
+        if len(_FOLDED) > _FOLDED_MAX:
+            _FOLDED.clear()
+        return folded
+    return _folded_scalar(value)
+
+
+def _folded_scalar(value: Any) -> Any:
     """A value that two similar scalars always share, or None when that cannot be told cheaply.
 
     Numbers fold to their value, booleans to themselves, and strings that cannot be read as a

@@ -12,7 +12,6 @@ import itertools
 from array import array
 from dataclasses import dataclass
 from fractions import Fraction
-from math import floor
 from typing import Any
 
 from harness import CERTIFICATION
@@ -141,16 +140,16 @@ def verdict(judge: Judge) -> Verdict:
     return Verdict(PASS, f"{sentence}, and {_triggered(judge)}.")
 
 
-def _round_half_up(value: Fraction) -> int:
-    return floor(value + Fraction(1, 2))
-
-
-def _percent(value: Fraction) -> float:
-    return round(float(value), 1)
-
-
 def score(judge: Judge, v: Verdict) -> dict[str, Any]:
-    """J4-J6: the 0-100 score, null for NOT_TESTED."""
+    """J4-J6: the 0-100 score, null for NOT_TESTED.
+
+    In integers (issue 24: in Fractions it was 3 % of the proxy's profile per call): Duplicate
+    Safety is 100 (known - duplicates) / known, Failure Handling fh_sum / fh_count, and the
+    overall score floor(3/5 ds + 2/5 fh + 1/2) is one floor division over their common
+    denominator, the same number as `DS_WEIGHT * ds + FH_WEIGHT * fh` in Fractions. The
+    percentages are the quotients rounded once to a float (int / int is correctly rounded, as
+    `float(Fraction)` is), then to one decimal (tests/unit/test_judge_score_integers.py).
+    """
     totals = judge.totals
     result: dict[str, Any] = {
         "overall": None,
@@ -161,23 +160,28 @@ def score(judge: Judge, v: Verdict) -> dict[str, Any]:
         "capped": False,
         "baseline": False,
     }
-    ds = Fraction(100 * (totals.known - totals.duplicates), totals.known) if totals.known else None
-    fh = Fraction(totals.fh_sum, totals.fh_count) if totals.fh_count else None
-    if v.verdict == NOT_TESTED or (ds is None and fh is None):
+    known, fh_count = totals.known, totals.fh_count
+    if v.verdict == NOT_TESTED or (not known and not fh_count):
         return result
-    if ds is None or fh is None:
+    ds_num = 100 * (known - totals.duplicates)  # ds = ds_num / known
+    fh_sum = totals.fh_sum  # fh = fh_sum / fh_count
+    if not fh_count:
         # J5: without an injected fault the score is Duplicate Safety alone; a FAIL whose only
         # operation has an unknown outcome (an early retry after a 429) has only Failure Handling.
-        overall = _round_half_up(ds if fh is None else fh)
-    else:
-        overall = _round_half_up(DS_WEIGHT * ds + FH_WEIGHT * fh)
+        overall = (2 * ds_num + known) // (2 * known)
+    elif not known:
+        overall = (2 * fh_sum + fh_count) // (2 * fh_count)
+    else:  # floor((3 ds_num / known + 2 fh_sum / fh_count) / 5 + 1/2)
+        overall = (6 * ds_num * fh_count + 4 * fh_sum * known + 5 * known * fh_count) // (
+            10 * known * fh_count
+        )
     if v.verdict == FAIL and overall > FAIL_SCORE_CAP:
         overall = FAIL_SCORE_CAP
         result["capped"] = True
     result.update(
         overall=overall,
-        duplicateSafety=None if ds is None else _percent(ds),
-        failureHandling=None if fh is None else _percent(fh),
+        duplicateSafety=round(ds_num / known, 1) if known else None,
+        failureHandling=round(fh_sum / fh_count, 1) if fh_count else None,
         baseline=judge.faults_injected == 0,
     )
     return result
@@ -197,6 +201,16 @@ def coverage(judge: Judge) -> dict[str, Any]:
     by_class = judge.calls_by_class
     return {
         "callsByClass": {c: by_class.get(c, 0) for c in ("write", "read", "unclassified")},
+        **_coverage_middle(judge),
+        "faultsInjected": judge.faults_injected,
+        "writeOperations": judge.op_count,
+        "operationsWithKnownOutcome": judge.totals.known,
+    }
+
+
+def _coverage_middle(judge: Judge) -> dict[str, Any]:
+    """The coverage fields that change rarely (a tool list, a refusal, a session)."""
+    return {
         "unclassifiedTools": [
             t.name for t in judge.tools.values() if t.tool_class == "unclassified"
         ],
@@ -208,9 +222,6 @@ def coverage(judge: Judge) -> dict[str, Any]:
             if any(i.scenario is not None for i in judge.session_infos)
             else None
         ),
-        "faultsInjected": judge.faults_injected,
-        "writeOperations": judge.op_count,
-        "operationsWithKnownOutcome": judge.totals.known,
     }
 
 
@@ -226,13 +237,20 @@ def _repeat_finding(entry: Any) -> dict[str, Any]:
 def _head(judge: Judge, v: Verdict) -> dict[str, Any]:
     """The report's fields before its lists."""
     return {
+        **_head_start(judge, v),
+        "sessions": [i.entry() for i in judge.session_infos],  # E7: each session of the run
+    }
+
+
+def _head_start(judge: Judge, v: Verdict) -> dict[str, Any]:
+    """The head's fields before `sessions`: they change with the verdict or a new session."""
+    return {
         "verdict": v.verdict,
         "verdictReason": v.reason,
         "certification": CERTIFICATION,
         "kind": judge.started.kind if judge.started else "proxy",
         "scenario": scenario_name(judge),
         "scenarioConfig": scenario_config(judge),
-        "sessions": [i.entry() for i in judge.session_infos],  # E7: each session of the run
     }
 
 
@@ -260,6 +278,17 @@ def _dumps(value: Any) -> bytes:
 
 Piece = tuple[Any, bytes]  # (a key that names the same piece in every render, its bytes)
 _EMPTY = b""
+
+
+def _reserved_end(count: int) -> int:
+    """How many chunks an array hands out (`count` of them hold fragments, the rest are empty,
+    reserved): at least two more, rounded up to a multiple of half the power of two below, so
+    the number changes twice each time the array doubles (issue 24). Every change of the
+    number of pieces is a new layout of the report file, written whole (harness.report.slots):
+    one every 256 operations cost 8 GB of writes over 50,000."""
+    need = count + 2
+    step = max(1, 1 << (need.bit_length() - 2))
+    return -(-need // step) * step
 
 
 class _Chunks:
@@ -346,8 +375,8 @@ class _Chunks:
     def pieces(self, out: list[Piece], seen: bool) -> bool:
         """Append this array part's keyed pieces; `seen`: an earlier piece had content.
 
-        Empty chunks are reserved ahead (a quarter more, at least two), so a growing session
-        fills pieces that exist instead of changing the list of pieces at every new chunk.
+        Empty chunks are reserved ahead (`_reserved_end`), so a growing session fills pieces
+        that exist instead of changing the list of pieces at every new chunk.
         Pieces before the first changed chunk are reused as they are, so the cost per call
         follows what changed, not the length of the session.
         """
@@ -378,7 +407,7 @@ class _Chunks:
             pieces.append(((self.name, c), piece))
             seen_here = seen_here or bool(piece)
             seen_after.append(seen_here)
-        reserved = [((self.name, c), _EMPTY) for c in range(count, count + max(2, count // 4))]
+        reserved = [((self.name, c), _EMPTY) for c in range(count, _reserved_end(count))]
         # Pack what was joined behind the last chunks: those that settled since the last
         # call, and those re-joined now because one of their fragments changed.
         for c in (*range(self._settled, settled), *range(start, settled)):
@@ -405,6 +434,15 @@ class ReportText:
         self._keys = _Chunks("keySummary")
         self._repeats = _Chunks("repeats")
         self._dirty: tuple[dict[int, None], dict[int, None]] = ({}, {})
+        # Issue 24: the parts of the head, coverage and score that did not change since the
+        # last render are not serialised again (keyed by what they are made of).
+        self._head_for: tuple[Any, ...] | None = None
+        self._head_start = b""
+        self._coverage_for: tuple[Any, ...] | None = None
+        self._coverage_middle = b""
+        self._score_for: tuple[Any, ...] | None = None
+        self._score: dict[str, Any] = {}
+        self.score_json = b""  # the last score rendered, as JSON
         # Whoever refreshes the judge (this text, an audit call, report_dict), we hear of it
         # and take each changed operation's bytes at once: the judge keeps none (issue 24).
         judge.on_change(self._changed)
@@ -417,7 +455,10 @@ class ReportText:
             d = derived[index]
             assert d is not None
             self._ops.set(index, d.entry_json)
-            self._violations.set(index, b",".join(_dumps(x) for x in d.violations))
+            violations = d.violations
+            self._violations.set(
+                index, b",".join(map(_dumps, violations)) if violations else _EMPTY
+            )
             self._observations.set(index, d.observations_json)
         for dirty, indices in zip(self._dirty, (keys, repeats), strict=True):
             dirty.update(dict.fromkeys(indices))
@@ -440,7 +481,7 @@ class ReportText:
             self._repeats.set(index, dumps(_repeat_finding(judge.unclassified[index])))
         v = verdict(judge)
         pieces: list[Piece] = [
-            ("report.head", dumps(_head(judge, v))[:-1]),
+            ("report.head", self._head_json(v)),
             ("operations.open", b',"operations":['),
         ]
         self._ops.pieces(pieces, False)
@@ -448,11 +489,71 @@ class ReportText:
         self._violations.pieces(pieces, False)
         pieces.append(("observations.open", b'],"observations":['))
         self._repeats.pieces(pieces, self._observations.pieces(pieces, False))
-        pieces.append(("coverage", b'],"coverage":' + dumps(coverage(judge))))
+        pieces.append(("coverage", self._coverage_json()))
         pieces.append(("keySummary.open", b',"keySummary":['))
         self._keys.pieces(pieces, False)
         pieces.append(("report.tail", b'],"honesty":"NOT_MEASURED"}'))
-        return pieces, v, score(judge, v)
+        return pieces, v, self._score_now(v)
+
+    def _head_json(self, v: Verdict) -> bytes:
+        """`_head` as JSON without its closing brace; the part before `sessions` is kept."""
+        judge = self.judge
+        infos = judge.session_infos
+        # The config and kind are the latest session's start's: a new session changes both.
+        key = (v, len(infos), judge.started)
+        if key != self._head_for:
+            self._head_for = key
+            self._head_start = _dumps(_head_start(judge, v))[:-1] + b',"sessions":'
+        return self._head_start + _dumps([i.entry() for i in infos])
+
+    def _coverage_json(self) -> bytes:
+        """`coverage` as its report piece; its rarely changing middle is kept."""
+        judge = self.judge
+        infos = judge.session_infos
+        key = (
+            judge.tools,
+            len(judge.unlisted_called),
+            tuple(judge.refused.items()),
+            judge.sessions,
+            judge.scenario_triggered,
+            any(i.scenario is not None for i in infos),
+        )
+        if key != self._coverage_for:
+            self._coverage_for = key
+            self._coverage_middle = _dumps(_coverage_middle(judge))[1:-1]
+        by_class = judge.calls_by_class
+        return (
+            b'],"coverage":{"callsByClass":{"write":%d,"read":%d,"unclassified":%d},%b,'
+            b'"faultsInjected":%d,"writeOperations":%d,"operationsWithKnownOutcome":%d}'
+            % (
+                by_class.get("write", 0),
+                by_class.get("read", 0),
+                by_class.get("unclassified", 0),
+                self._coverage_middle,
+                judge.faults_injected,
+                judge.op_count,
+                judge.totals.known,
+            )
+        )
+
+    def _score_now(self, v: Verdict) -> dict[str, Any]:
+        """`score(judge, v)`, computed and serialised (`score_json`) only when one of the
+        numbers it is made of changed; a copy, so the caller may change it."""
+        judge = self.judge
+        totals = judge.totals
+        key = (
+            v.verdict,
+            totals.known,
+            totals.duplicates,
+            totals.fh_sum,
+            totals.fh_count,
+            judge.faults_injected == 0,
+        )
+        if key != self._score_for:
+            self._score_for = key
+            self._score = score(judge, v)
+            self.score_json = _dumps(self._score)
+        return dict(self._score)
 
     def render(self) -> tuple[str, Verdict, dict[str, Any]]:
         """(report JSON text, verdict, score)."""

@@ -72,3 +72,100 @@ class SpellingWindow:
             del by_values[values]
             if not by_values:
                 del self._groups[fields]
+
+
+class UncertainAttempts:
+    """J9: the last uncertain attempts of one tool, in order, indexed by each field's folded
+    value (issue 24).
+
+    With many calls in flight every open attempt is uncertain, so a new attempt would be
+    compared with each of them. Two attempts whose folds have the same fields, one of them
+    folded to a value on both sides that differs, are surely different (`surely_different`):
+    so the attempts that may be spellings of a new one are those whose fold, on one field the
+    new one folds to a value, holds the same value or none. They are found in two dictionary
+    lookups; the rest are never looked at. When the attempts' folds do not all have the new
+    one's fields (or it has no fold), all of them are candidates, in order, as before.
+    """
+
+    def __init__(self) -> None:
+        self.attempts: list[Attempt] = []
+        self._number: dict[Attempt, int] = {}  # the order they came in
+        self._entries: dict[Attempt, tuple[frozenset[str] | None, list[Any]]] = {}
+        self._fields: dict[frozenset[str] | None, int] = {}  # fold fields -> attempts with them
+        self._by_value: dict[Any, dict[Attempt, None]] = {}  # (field, folded value) -> attempts
+        self._unfolded: dict[str, dict[Attempt, None]] = {}  # field -> attempts without a value
+        self._count = 0
+
+    def candidates(self, mine: dict[str, Any] | None) -> list[Attempt]:
+        """The attempts (in order) that may be spellings of one whose fold is `mine`: a
+        superset of those `surely_different` does not rule out."""
+        if mine is None or len(self._fields) != 1 or frozenset(mine) not in self._fields:
+            return self.attempts
+        best: tuple[int, dict[Attempt, None], dict[Attempt, None]] | None = None
+        for name, value in mine.items():
+            if value is None:
+                continue
+            try:
+                same = self._by_value.get((name, value), _NONE)
+            except TypeError:  # not hashable: not an index key
+                continue
+            unfolded = self._unfolded.get(name, _NONE)
+            if best is None or len(same) + len(unfolded) < best[0]:
+                best = (len(same) + len(unfolded), same, unfolded)
+        if best is None:
+            return self.attempts
+        found = [*best[1], *best[2]]
+        if len(found) > 1:
+            found.sort(key=self._number.__getitem__)
+        return found
+
+    def replace(
+        self,
+        attempts: list[Attempt],
+        kept: set[Attempt],
+        added: Attempt,
+        fold: dict[str, Any] | None,
+    ) -> None:
+        """The list is now `attempts` (`kept`: as a set): `added` (whose operation folds to
+        `fold`) came, the attempts of the old list that are not in it left."""
+        for gone in self.attempts:
+            if gone not in kept:
+                self._remove(gone)
+        self.attempts = attempts
+        if added in kept:
+            self._add(added, fold)
+
+    def _add(self, attempt: Attempt, fold: dict[str, Any] | None) -> None:
+        self._count += 1
+        self._number[attempt] = self._count
+        fields = None if fold is None else frozenset(fold)
+        self._fields[fields] = self._fields.get(fields, 0) + 1
+        keys: list[Any] = []
+        for name, value in (fold or {}).items():
+            try:
+                if value is None:
+                    raise TypeError
+                self._by_value.setdefault((name, value), {})[attempt] = None
+                keys.append((name, value))
+            except TypeError:  # no value, or not hashable: a candidate whatever the value
+                self._unfolded.setdefault(name, {})[attempt] = None
+                keys.append(name)
+        self._entries[attempt] = (fields, keys)
+
+    def _remove(self, attempt: Attempt) -> None:
+        del self._number[attempt]
+        fields, keys = self._entries.pop(attempt)
+        left = self._fields[fields] - 1
+        if left:
+            self._fields[fields] = left
+        else:
+            del self._fields[fields]
+        for key in keys:
+            table = self._by_value if isinstance(key, tuple) else self._unfolded
+            bucket = table[key]
+            del bucket[attempt]
+            if not bucket:
+                del table[key]
+
+
+_NONE: dict[Attempt, None] = {}

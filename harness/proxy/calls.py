@@ -41,6 +41,31 @@ Key = tuple[str, Any]
 AUDIT_NAMES = frozenset(t["name"] for t in AUDIT_TOOLS)
 
 
+class Begun:
+    """S8: a call begins once the call that came before it has begun (not been sent)."""
+
+    def __init__(self, before: asyncio.Future[None] | None) -> None:
+        self.before = before  # the previous call's `future` (only it: no chain of calls)
+        self.future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def may_begin(self) -> bool:
+        """The call before has begun (or there was none)."""
+        if self.before is None or self.before.done():
+            self.before = None
+            return True
+        return False
+
+    async def after_the_call_before(self) -> None:
+        before = self.before
+        if before is not None and not before.done():
+            await asyncio.shield(before)
+        self.before = None
+
+    def done(self) -> None:
+        if not self.future.done():
+            self.future.set_result(None)
+
+
 class CallHandling:
     """The `tools/call` half of the router."""
 
@@ -70,15 +95,21 @@ class CallHandling:
         # X9: while this call waits for the tool list, what the client sends after it waits
         # behind it (a cancellation never reaches the upstream before the call it cancels).
         turn = self._to_upstream_order.turn()
-        self._call_tasks[key] = self._spawn(self._handle_call(message, rpc_id, reply, turn))
+        # S8: calls begin (are numbered, judged, faulted) in the order they came: each waits
+        # for the one before it to have begun (not to have been sent: issue 24, so that the
+        # calls of one read share one report write, `_report_current`).
+        begun = Begun(self._last_begun)
+        self._last_begun = begun.future
+        self._call_tasks[key] = self._spawn(self._handle_call(message, rpc_id, reply, turn, begun))
 
     async def _handle_call(
-        self: Proxy, message: Message, rpc_id: Any, reply: Reply, turn: Turn
+        self: Proxy, message: Message, rpc_id: Any, reply: Reply, turn: Turn, begun: Begun
     ) -> None:
         key = id_key(rpc_id)
         try:
-            await self._judged_call(message, rpc_id, reply, turn)
+            await self._judged_call(message, rpc_id, reply, turn, begun)
         finally:
+            begun.done()
             turn.release()
             self._calls_in_flight.discard(key)
             self._call_tasks.pop(key, None)
@@ -88,7 +119,7 @@ class CallHandling:
             self._stop_when_idle()
 
     async def _judged_call(
-        self: Proxy, message: Message, rpc_id: Any, reply: Reply, turn: Turn
+        self: Proxy, message: Message, rpc_id: Any, reply: Reply, turn: Turn, begun: Begun
     ) -> None:
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
@@ -116,31 +147,37 @@ class CallHandling:
             await self._reply(rpc_id, answer_audit_call(name, arguments, self.session), reply)
             return
         self._start_listing()  # a client that skipped notifications/initialized
-        try:
-            async with asyncio.timeout(self.config.upstream_timeout_s):
-                await self._tools_ready.wait()
-                # S8, X9: calls begin (are numbered, judged, faulted) in the order they came;
-                # one that came as the list arrived must not overtake those that waited for it.
-                if turn.before is not None and not turn.before.done():
-                    await asyncio.shield(turn.before)
-        except TimeoutError:
-            if not self._tools_ready.is_set():
-                self.log("WARNING: the upstream's tool list is late; judging this call unlisted")
+        if not (self._tools_ready.is_set() and begun.may_begin()):  # else no wait, no timer
+            try:
+                async with asyncio.timeout(self.config.upstream_timeout_s):
+                    await self._tools_ready.wait()
+                    # S8, X9: calls begin (are numbered, judged, faulted) in the order they
+                    # came; one that came as the list arrived must not overtake those that
+                    # waited for it.
+                    await begun.after_the_call_before()
+            except TimeoutError:
+                if not self._tools_ready.is_set():
+                    self.log(
+                        "WARNING: the upstream's tool list is late; judging this call unlisted"
+                    )
         ticket = self.session.begin_call(
             name, arguments, rpc_id=rpc_id, raw_arguments=raw_arguments,
             sessionless=self.revision.version if self.revision.stateless else None,
         )  # fmt: skip
+        begun.done()  # the next call may begin
         self._after_call_received(ticket.seq)
         if not ticket.goes_upstream:
             turn.release()  # it never goes upstream: nothing behind it needs to wait
             await self._injected_answer(ticket, rpc_id, ticket.injected, reply, task)
             return
+        # O3: current before the call goes upstream. First: the upstream may be lost while the
+        # call waits for the shared write (no answer could come to it then).
+        await self._report_current()
         if self.upstream_gone is not None:
             self.session.upstream_failed(ticket, "unavailable", error=self.upstream_gone.detail)
             text = f"UPSTREAM_UNAVAILABLE: {self.upstream_gone.detail}"
             await self._answer(ticket, rpc_id, error_result(text), "harness", reply, task)
             return
-        self._report("running")  # O3: current before the call goes upstream
         if self.unrecordable is not None:  # its CallReceived could not be written: not sent
             self.session.upstream_failed(ticket, "unavailable", error=str(self.unrecordable))
             self.session.answered(ticket, is_error=True, source="harness")
@@ -208,7 +245,7 @@ class CallHandling:
                 await reply(answer.line)
                 return
             self.session.answered(ticket, is_error=result.get("isError") is True)
-            self._report("running")
+            await self._report_current()
             await self._give(ticket, reply, answer.line)  # X3: the answer exactly as sent
             return
         error = answer.get("error")
@@ -229,7 +266,7 @@ class CallHandling:
             # data: e.g. -32042 with the elicitations a client needs); F1 does not apply to it.
             self.session.upstream_failed(ticket, "error", error=error)
             self.session.answered(ticket, is_error=True)
-            self._report("running")
+            await self._report_current()
             await self._give(ticket, reply, answer.line)
             return
         await self._unusable_answer(ticket, rpc_id, _unusable(answer), reply, task)
@@ -295,7 +332,7 @@ class CallHandling:
         task: dict[str, Any] | None = None,
     ) -> None:
         self.session.answered(ticket, is_error=result.get("isError") is True, source=source)
-        self._report("running")
+        await self._report_current()
         if task is not None:  # X12: the shape the client asked for, a task that failed
             result = self._mint_task(task, result)
         body = {"jsonrpc": "2.0", "id": rpc_id, "result": self.revision.own_result(result)}

@@ -124,6 +124,8 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         self.upstream_gone: UpstreamGone | None = None
         self.end_reason = "client closed the connection"
         self.fatal: BaseException | None = None
+        self._report_pending: asyncio.Future[None] | None = None  # `_report_current`'s write
+        self._last_begun: asyncio.Future[None] | None = None  # S8: the last call has begun
         self.unrecordable: ReportFileError | None = None  # the event log cannot be written
         self._stop = asyncio.Event()
 
@@ -214,12 +216,54 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         """O3: the report file is current; a write failure ends the proxy before any answer."""
         if self.write_report is None or self.fatal is not None:
             return
+        # This write is current for the calls waiting in `_report_current` too.
+        pending, self._report_pending = self._report_pending, None
         try:
             self.write_report(self.session.report_file_pieces(status))
-        except ReportFileError as exc:
-            self.fatal = exc
-            self._stop.set()
+        except BaseException as exc:
+            if isinstance(exc, ReportFileError):
+                self.fatal = exc
+                self._stop.set()
+            if pending is not None:  # the waiting calls raise it too
+                if isinstance(exc, Exception):
+                    pending.set_exception(exc)
+                else:
+                    pending.cancel()
             raise
+        if pending is not None:
+            pending.set_result(None)
+
+    async def _report_current(self) -> None:
+        """O3: the report file is current before what the caller sends next (a call to the
+        upstream, an answer to the agent); a write failure raises here, as `_report`'s.
+
+        Issue 24: the calls that come here in the same turn of the event loop share one write,
+        made at the start of the next turn, before any of them goes on: with 64 calls in
+        flight the report is rendered and written once per batch of calls, not twice per call.
+        Nothing is sent before the write that records it, so O3 holds for each of them."""
+        if self.write_report is None or self.fatal is not None:
+            return
+        pending = self._report_pending
+        if pending is None and len(self._calls_in_flight) <= 1:
+            self._report("running")  # a lone call (N1): nothing to share the write with
+            return
+        if pending is None:
+            loop = asyncio.get_running_loop()
+            pending = self._report_pending = loop.create_future()
+            loop.call_soon(self._write_pending_report)
+        await asyncio.shield(pending)
+
+    def _write_pending_report(self) -> None:
+        pending = self._report_pending
+        if pending is None:
+            return  # a write since (`_report`) was current for its calls
+        try:
+            self._report("running")
+        except Exception:  # `_report` handed it to the waiting calls: raised there
+            return
+        if self._report_pending is pending:  # `_report` returned early (already fatal)
+            self._report_pending = None
+            pending.set_result(None)
 
     def _spawn(self, coro: Awaitable[None]) -> asyncio.Task[None]:
         task = asyncio.create_task(self._guard(coro))

@@ -205,7 +205,6 @@ class ReportFile:
                 os.lseek(fd, 0, os.SEEK_SET)
                 _write_all(fd, self._slots.whole())
                 os.ftruncate(fd, layout.size)
-            self._check_still_regular()
             self._switch((fd, self._slots.version, layout.number), tmp)
         except (OSError, ReportFileError) as exc:
             with contextlib.suppress(OSError):
@@ -246,10 +245,15 @@ class ReportFile:
         return True
 
     def _switch(self, written: _Held, tmp: str) -> None:
-        """Make `tmp` the report: an exchange where the system allows it, else a rename."""
+        """Make `tmp` the report: an exchange where the system allows it, else a rename.
+
+        O4, V1: a target that is no longer a regular file is refused either way. The exchange
+        is checked after the fact (one `lstat` of what it swapped out, put back if it was not a
+        file: issue 24, not a second `lstat` of the target before); a rename before.
+        """
         if _exchange(tmp, str(self.target)):
             # `tmp` now names what was at the target. A rename would have refused to replace
-            # anything but a file, so put back whatever else appeared there since the check.
+            # anything but a file, so put back whatever else appeared there.
             if not stat.S_ISREG(os.lstat(tmp).st_mode):
                 _exchange(tmp, str(self.target))
                 raise ReportFileError(
@@ -265,6 +269,7 @@ class ReportFile:
                     os.close(old[0])
                     os.unlink(old[1])
             return
+        self._check_still_regular()
         os.replace(tmp, self.target)
         previous, self._current = self._current, written
         if previous is not None:

@@ -97,6 +97,8 @@ class Session:
         self._patches_json = b"[]"
         self._tools_for: tuple[int, int] | None = None
         self._tools_json = b"[]"
+        self._head_for: tuple[Any, ...] | None = None
+        self._head_json = b""
         self._version_tail = f',"harnessVersion":{jsonutil.dumps(__version__)}}}'.encode()
 
     @property
@@ -234,15 +236,18 @@ class Session:
         self, status: str, startup_error: str | None = None
     ) -> list[tuple[Any, bytes]]:
         """O2: the report file's JSON as keyed UTF-8 pieces; only what changed is serialised."""
-        report, v, score = self.text.render_pieces()
+        report, v, _score = self.text.render_pieces()
         if self.failure is not None:
             status = "failed"  # E10: never "finished" over an incomplete record
-        fields = {"verdict": v.verdict, "status": status, "certification": CERTIFICATION}
-        if startup_error is not None:  # X14: a failed restart keeps the earlier judgement
-            fields["startupError"] = startup_error
-        if self.failure is not None:
-            fields["failure"] = self.failure
-        head = jsonutil.dumps(fields)
+        head_for = (v.verdict, status, startup_error, self.failure)
+        if head_for != self._head_for:  # issue 24: serialised when one of its fields changes
+            self._head_for = head_for
+            fields = {"verdict": v.verdict, "status": status, "certification": CERTIFICATION}
+            if startup_error is not None:  # X14: a failed restart keeps the earlier judgement
+                fields["startupError"] = startup_error
+            if self.failure is not None:
+                fields["failure"] = self.failure
+            self._head_json = jsonutil.dumps(fields)[:-1].encode() + b',"report":'
         flavours = tuple(sorted(self.judge.totals.flavours.items()))
         if flavours != self._patches_for:  # patches change rarely: serialise them when they do
             self._patches_for = flavours
@@ -253,9 +258,9 @@ class Session:
             self._tools_json = jsonutil.dumps(tool_classification(self.judge)).encode()
         (_, report_head), *rest = report
         return [
-            ("file.head", head[:-1].encode() + b',"report":' + report_head),
+            ("file.head", self._head_json + report_head),
             *rest,
-            ("file.score", b',"score":' + jsonutil.dumps(score).encode()),
+            ("file.score", b',"score":' + self.text.score_json),
             ("file.patches", b',"patches":' + self._patches_json),
             ("file.tail", b',"toolClassification":' + self._tools_json + self._version_tail),
         ]

@@ -645,6 +645,78 @@ async def test_o3_report_is_current_before_upstream_and_before_the_answer():  # 
     assert final["score"]["overall"] == 80
 
 
+class _SentAfter:
+    """A line writer that notes, for each line, the report file as it was when the line went."""
+
+    def __init__(self, inner: Any, reports: list[str]) -> None:
+        self.inner, self.reports = inner, reports
+        self.seen: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    async def write_line(self, line: bytes) -> None:
+        self.seen.append((json.loads(line), json.loads(self.reports[-1])))
+        await self.inner.write_line(line)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+async def test_o3_pipelined_calls_share_report_writes_and_none_goes_out_before_its_own():  # O3
+    # Issue 24: calls read together begin together and share one report write before any of
+    # them goes upstream; answers that come together share one before any reaches the agent.
+    upstream = ScriptedUpstream(SCRIPTED_TOOLS, SCRIPTED_RESULTS)  # answers all it has read
+    async with proxied(upstream) as h:
+        to_upstream = h.proxy.upstream_out = _SentAfter(h.proxy.upstream_out, h.reports)
+        to_client = h.proxy.client_out = _SentAfter(h.proxy.client_out, h.reports)
+        writes_before = len(h.reports)
+        for i in range(40):
+            call = {"jsonrpc": "2.0", "id": f"c{i}", "method": "tools/call",
+                    "params": {"name": "create_booking", "arguments": {"n": i}}}  # fmt: skip
+            await h.from_client.write_line(json.dumps(call).encode())
+        for i in range(40):
+            await h.to_client.wait_for(lambda m, i=i: m.get("id") == f"c{i}")
+        writes = len(h.reports) - writes_before
+    assert writes <= 4  # was two a call: 80
+    calls = [(m, r) for m, r in to_upstream.seen if m.get("method") == "tools/call"]
+    answers = [(m, r) for m, r in to_client.seen if str(m.get("id", "")).startswith("c")]
+    assert len(calls) == len(answers) == 40
+    for message, report in calls:  # in the report before it went upstream
+        n = message["params"]["arguments"]["n"]
+        ops = [o for o in report["report"]["operations"] if o["arguments"] == {"n": n}]
+        assert len(ops) == 1 and ops[0]["attempts"] == 1, n
+    for message, report in answers:  # its execution in the report before the agent got it
+        n = int(message["id"][1:])
+        ops = [o for o in report["report"]["operations"] if o["arguments"] == {"n": n}]
+        assert ops[0]["outcome"] == "EXECUTED_ONCE", n
+
+
+async def test_o3_an_upstream_lost_while_the_shared_report_is_written_answers_at_once():  # O3 A1
+    # Calls that wait for the shared report write see an upstream lost meanwhile: none goes
+    # upstream, each is answered as unavailable at once (not after --upstream-timeout).
+    from harness.proxy.messages import UpstreamGone
+
+    async with proxied(upstream_timeout_s=60.0) as h:
+        await h.client.call_tool("create_booking", BOOK)  # the tool list is in
+        shared_write, armed = h.proxy._write_pending_report, [True]
+
+        def shared_write_then_lose():
+            shared_write()  # the calls waiting for it go on at the next turn of the loop
+            if armed:
+                armed.clear()
+                h.proxy._upstream_lost(UpstreamGone("crash", "lost during the report write"))
+
+        h.proxy._write_pending_report = shared_write_then_lose
+        for i in range(2):
+            call = {"jsonrpc": "2.0", "id": f"u{i}", "method": "tools/call",
+                    "params": {"name": "create_booking", "arguments": {"n": i}}}  # fmt: skip
+            await h.from_client.write_line(json.dumps(call).encode())
+        with anyio.fail_after(5):
+            for i in range(2):
+                answer = await h.to_client.wait_for(lambda m, i=i: m.get("id") == f"u{i}")
+                assert "UPSTREAM_UNAVAILABLE" in json.dumps(answer)
+    assert not armed  # the upstream was lost while both calls waited for the shared write
+    assert h.upstream.count("create_booking") == 1  # the first call's only
+
+
 async def test_o2_report_file_text_equals_the_judgement():  # O2 C7
     async with proxied(scenario="F1") as h:
         await h.client.call_tool("create_booking", BOOK)
@@ -719,12 +791,39 @@ def test_o4_a_directory_that_appears_at_the_target_is_left_there_and_refused(
     (tmp_path / "report.json").unlink()
     (tmp_path / "report.json").mkdir()
     (tmp_path / "report.json" / "keep.txt").write_text("user data")
-    # Skip the check before the switch, as if the directory appeared just after it.
+    # Skip any check before the switch, as if the directory appeared just after it (with an
+    # exchange there is none: the exchange's own check refuses it).
     monkeypatch.setattr(ReportFile, "_check_still_regular", lambda self: None)
     with pytest.raises(ReportFileError):
         report.write_text('{"n": 1}')
     assert (tmp_path / "report.json" / "keep.txt").read_text() == "user data"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.json.lock"]
+    report.release()
+
+
+def test_o4_a_symlink_that_replaced_the_report_is_refused_and_left_there(tmp_path):
+    report = ReportFile(str(tmp_path / "report.json"))
+    report.write_text("{}")
+    report.write_text('{"n": 1}')  # an earlier version's file is kept for reuse
+    (tmp_path / "other.txt").write_text("user data")
+    (tmp_path / "report.json").unlink()
+    (tmp_path / "report.json").symlink_to(tmp_path / "other.txt")
+    with pytest.raises(ReportFileError, match="no longer a regular file"):
+        report.write_text('{"n": 2}')
+    assert (tmp_path / "report.json").is_symlink()
+    assert (tmp_path / "other.txt").read_text() == "user data"
+    report.release()
+
+
+def test_o4_without_an_exchange_a_directory_at_the_target_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr("harness.base.outfile.RENAMEAT2", None)  # not Linux, or an old libc
+    report = ReportFile(str(tmp_path / "report.json"))
+    report.write_text("{}")
+    (tmp_path / "report.json").unlink()
+    (tmp_path / "report.json").mkdir()
+    with pytest.raises(ReportFileError, match="no longer a regular file"):
+        report.write_text('{"n": 1}')
+    assert (tmp_path / "report.json").is_dir()
     report.release()
 
 

@@ -126,3 +126,19 @@ def test_o1_judge_without_report_text_keeps_every_operation_live_and_queues_none
     report_dict(judge)
     assert not judge._settling
     assert all(not isinstance(op, bytes) for op in judge._ops)
+
+
+def test_o1_a_judge_refreshed_rarely_packs_as_many_as_it_derives() -> None:
+    # Issue 24: the proxy refreshes once for all the calls of one read (64 in flight): the
+    # queue of operations to pack must not grow for want of refreshes.
+    session = Session()
+    session.tools_listed(BOOKING_TOOLS)
+    for i in range(2_000):
+        arguments = {"guest": f"guest-{i}", "date": "2026-12-01", "nights": i % 7 + 1}
+        ticket = session.begin_call("create_booking", arguments, rpc_id=i)
+        session.upstream_result(ticket, {"content": [{"type": "text", "text": "ok"}]})
+        session.answered(ticket, is_error=False)
+        if i % 100 == 99:
+            session.text.render_pieces()
+    assert len(session.judge._settling) < 100
+    assert sum(isinstance(op, bytes) for op in session.judge._ops) > 1_900
