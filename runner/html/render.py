@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -14,6 +15,7 @@ from runner.execute.agreement import AGREEMENT_MEANINGS
 from runner.execute.attribution import ATTRIBUTION_MEANINGS
 from runner.honesty import LABEL_MEANINGS
 from runner.html.charts import arm_classes, chart_panels
+from runner.html.codecache import TemplateCodeCache, default_cache_dir
 from runner.html.curves import curve_panels
 from runner.html.formatting import FILTERS, clip
 
@@ -27,19 +29,6 @@ def bounded(value: Any) -> Any:
     return value
 
 
-_ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("runner.html", "templates"),
-    # Explicitly on: select_autoescape would not match our ".jinja" names, and a transcript
-    # is untrusted text.
-    autoescape=True,
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    finalize=bounded,
-)
-_ENV.filters.update(FILTERS)
-
-
 # The title of a p-value in the before/after table, per test.
 TEST_TITLES = {
     "fisher": "Fisher's exact test, two-sided: the two arms as independent samples",
@@ -48,7 +37,26 @@ TEST_TITLES = {
 }
 
 
-_ENV.globals["test_titles"] = TEST_TITLES  # read by the macros, which see no render context
+def template_environment(cache_dir: Path | None) -> jinja2.Environment:
+    """The report's jinja environment; compiled templates kept in `cache_dir` between
+    processes when given (N2, `runner.html.codecache`)."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("runner.html", "templates"),
+        bytecode_cache=None if cache_dir is None else TemplateCodeCache(cache_dir),
+        # Explicitly on: select_autoescape would not match our ".jinja" names, and a
+        # transcript is untrusted text.
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=bounded,
+    )
+    env.filters.update(FILTERS)
+    env.globals["test_titles"] = TEST_TITLES  # read by the macros, which see no render context
+    return env
+
+
+_ENV = template_environment(default_cache_dir())
 
 
 def _cell_rows(cells: pl.DataFrame) -> list[dict[str, Any]]:
