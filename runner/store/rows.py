@@ -81,7 +81,7 @@ class RunBatch:
     def arrow(self, saved_at: datetime) -> dict[str, pa.Table]:
         """One Arrow table per store table (empty tables included), `saved_at` on every run."""
         runs = _arrow(RUNS, self.tables["runs"])
-        stamp = pa.array([utc_naive(saved_at)] * len(self), type=_TS)
+        stamp = pa.repeat(pa.scalar(utc_naive(saved_at), type=_TS), len(self))
         tables = {"runs": runs.append_column("saved_at", stamp)}
         for child in CHILD_TABLES:
             tables[child.name] = _arrow(child.spec, self.tables[child.name])

@@ -177,7 +177,9 @@ class Store:
                     continue
                 values = columns[column.name]
                 if table == "runs" and column.name == "model_params_json":
-                    columns[column.name] = [self.redactor.params_json(v) for v in values]
+                    # Once per distinct value: a sweep's runs share a few parameter sets.
+                    clean = {v: self.redactor.params_json(v) for v in set(values)}
+                    columns[column.name] = list(map(clean.__getitem__, values))
                 else:
                     columns[column.name] = self.redactor.column(values)
         try:
