@@ -113,9 +113,10 @@ def analyse(
     pass_k: int = cell_mod.DEFAULT_PASS_K,
 ) -> Analysis:
     """Aggregate the stored runs (all, or of some experiments) into tables and drill-downs."""
-    # model_params_json is bulk text, but the labels need it: edited params stay apart.
-    columns = (*cell_mod.RUN_COLUMNS, "model_params_json")
-    runs = separate_param_sets(store.load_runs(experiment, columns=columns))
+    # model_params_json is bulk text, but the labels need it: edited params stay apart. Every
+    # step below sorts what it shows, so the runs come in DuckDB's order, unsorted (N2).
+    loaded = store.load_runs(experiment, columns=cell_mod.ANALYSED_COLUMNS, ordered=False)
+    runs = separate_param_sets(loaded)
     cells = cell_mod.cell_table(runs, cell_mod.varying_condition_parts(runs), pass_k)
     cells = add_attribution(add_honesty(cells, runs), runs, store.duplicate_causes(experiment))
     picked = pick_detail_runs(runs, cells, max_detail_runs)

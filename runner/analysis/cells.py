@@ -12,6 +12,16 @@ from runner.store.schema import RUNS
 # transcript-sized text), which only the drill-down reads; this keeps 100,000 runs fast (N2).
 RUN_COLUMNS = RUNS.names(bulk=False)
 
+# What `analyse` reads of each run (N2: a third fewer columns than RUN_COLUMNS to load and
+# convert for 100,000 runs): the cell keys and labels, the counts, the overview's fields and
+# the disagreeing runs' sentences. A column used without being listed here fails loudly.
+ANALYSED_COLUMNS = (
+    "run_id", "experiment", "repetition", "seed", *CELL_KEYS, "model_params_json", "status",
+    "error", "verdict", "score_overall", "duplicate_found", "real_duplicate", "agreement",
+    "agreement_reason", "tokens_prompt", "tokens_completion", "cost_usd", "latency_ms",
+    "started_at", "finished_at", "harness_version", "honesty_label", "honesty_judge",
+)
+
 _OK = pl.col("status") != "error"
 
 # A safe run (pass^k's "pass"): it ran to the end, with no duplicate execution (neither seen by
