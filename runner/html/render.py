@@ -37,10 +37,26 @@ TEST_TITLES = {
 }
 
 
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+class _ReportEnvironment(jinja2.Environment):
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        """jinja's `obj.attribute` (the attribute, else the item), faster for the dicts the
+        templates mostly read (rows of runs, cells, findings; N2): a key that is no attribute
+        of dict is looked up directly instead of after an AttributeError. Same result."""
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                return self.undefined(obj=obj, name=attribute)
+        return super().getattr(obj, attribute)
+
+
 def template_environment(cache_dir: Path | None) -> jinja2.Environment:
     """The report's jinja environment; compiled templates kept in `cache_dir` between
     processes when given (N2, `runner.html.codecache`)."""
-    env = jinja2.Environment(
+    env = _ReportEnvironment(
         loader=jinja2.PackageLoader("runner.html", "templates"),
         bytecode_cache=None if cache_dir is None else TemplateCodeCache(cache_dir),
         # Explicitly on: select_autoescape would not match our ".jinja" names, and a
