@@ -79,7 +79,9 @@ def _ours(st: os.stat_result, kind: int) -> bool:
 class TemplateCodeCache(jinja2.BytecodeCache):
     """Compiled templates as files in one folder of this user's (see the module's notes)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path | None = None) -> None:
+        # None: `default_cache_dir()`, read when a template is loaded (not at import, so the
+        # environment of the process that renders decides, also in a forked process).
         self.directory = directory
 
     def get_source_checksum(self, source: str) -> str:
@@ -92,12 +94,13 @@ class TemplateCodeCache(jinja2.BytecodeCache):
         return "\n".join(parts).encode("utf-8")
 
     def _folder(self) -> Path | None:
-        if not hasattr(os, "geteuid"):
+        folder = self.directory or default_cache_dir()
+        if folder is None or not hasattr(os, "geteuid"):
             return None
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if _ours(os.lstat(self.directory), stat.S_IFDIR):
-                return self.directory
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if _ours(os.lstat(folder), stat.S_IFDIR):
+                return folder
         except OSError:
             pass
         return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -15,7 +14,7 @@ from runner.execute.agreement import AGREEMENT_MEANINGS
 from runner.execute.attribution import ATTRIBUTION_MEANINGS
 from runner.honesty import LABEL_MEANINGS
 from runner.html.charts import arm_classes, chart_panels
-from runner.html.codecache import TemplateCodeCache, default_cache_dir
+from runner.html.codecache import TemplateCodeCache
 from runner.html.curves import curve_panels
 from runner.html.formatting import FILTERS, clip
 
@@ -53,12 +52,12 @@ class _ReportEnvironment(jinja2.Environment):
         return super().getattr(obj, attribute)
 
 
-def template_environment(cache_dir: Path | None) -> jinja2.Environment:
-    """The report's jinja environment; compiled templates kept in `cache_dir` between
-    processes when given (N2, `runner.html.codecache`)."""
+def template_environment(cache: TemplateCodeCache | None) -> jinja2.Environment:
+    """The report's jinja environment; compiled templates kept between processes in `cache`
+    when given (N2, `runner.html.codecache`)."""
     env = _ReportEnvironment(
         loader=jinja2.PackageLoader("runner.html", "templates"),
-        bytecode_cache=None if cache_dir is None else TemplateCodeCache(cache_dir),
+        bytecode_cache=cache,
         # Explicitly on: select_autoescape would not match our ".jinja" names, and a
         # transcript is untrusted text.
         autoescape=True,
@@ -72,7 +71,7 @@ def template_environment(cache_dir: Path | None) -> jinja2.Environment:
     return env
 
 
-_ENV = template_environment(default_cache_dir())
+_ENV = template_environment(TemplateCodeCache())  # in the user's cache folder
 
 
 def _cell_rows(cells: pl.DataFrame) -> list[dict[str, Any]]:

@@ -41,6 +41,10 @@ def plain_html(analysis) -> str:
         return html_with(mp, analysis, render.template_environment(None))
 
 
+def cached_env(folder: Path | None) -> jinja2.Environment:
+    return render.template_environment(codecache.TemplateCodeCache(folder))
+
+
 def no_compiling(env: jinja2.Environment) -> jinja2.Environment:
     def refuse(*args, **kwargs):
         raise AssertionError("compiled although the cache holds the template")
@@ -53,14 +57,22 @@ def test_n2_second_process_loads_compiled_templates_and_renders_the_same_html(
     monkeypatch, tmp_path, analysis, plain_html
 ):
     folder = tmp_path / "cache" / "templates"
-    assert html_with(monkeypatch, analysis, render.template_environment(folder)) == plain_html
+    assert html_with(monkeypatch, analysis, cached_env(folder)) == plain_html
     files = list(folder.glob("*.code"))
     assert len(files) == len(TEMPLATES)
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)
     # A new environment (as in the next process) compiles nothing.
-    again = no_compiling(render.template_environment(folder))
+    again = no_compiling(cached_env(folder))
     assert html_with(monkeypatch, analysis, again) == plain_html
+
+
+def test_n2_the_report_caches_in_the_folder_of_the_rendering_process(monkeypatch, tmp_path,
+                                                                     analysis, plain_html):
+    env = cached_env(None)  # as render._ENV: the folder is looked up when a template loads
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert html_with(monkeypatch, analysis, env) == plain_html
+    assert len(list((tmp_path / "agent-harness" / "templates").glob("*.code"))) == len(TEMPLATES)
 
 
 def test_n2_default_cache_folder_follows_xdg_cache_home(monkeypatch, tmp_path):
@@ -164,10 +176,10 @@ def test_n2_no_usable_cache_folder_means_compiling_as_before(monkeypatch, tmp_pa
                                                              plain_html):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    env = render.template_environment(blocker / "templates")
+    env = cached_env(blocker / "templates")
     assert html_with(monkeypatch, analysis, env) == plain_html
     if os.geteuid() != 0:  # root writes anywhere
         locked = tmp_path / "locked"
         locked.mkdir(mode=0o500)
-        env = render.template_environment(locked / "templates")
+        env = cached_env(locked / "templates")
         assert html_with(monkeypatch, analysis, env) == plain_html
