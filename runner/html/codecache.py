@@ -7,8 +7,10 @@ bytecode cache in the user's cache folder (`$XDG_CACHE_HOME/agent-harness/templa
 
 - stale: a file's name is the SHA-256 of everything the compiled code depends on (the
   template's name, file name and source; jinja's version; the interpreter's bytecode magic;
-  the environment's options), so a changed template, jinja, Python or option is a different
-  file and is compiled afresh;
+  the environment's options; the source files of the functions jinja may run while it
+  compiles: filters and tests applied to constants and `finalize` on constant output are
+  folded into the code), so a changed template, jinja, Python, option or filter is a
+  different file and is compiled afresh;
 - damaged: a file holds a digest of its key and its code; one that does not match (cut short,
   overwritten, copied from another key) is ignored and written again;
 - hostile: the folder must be ours (owner = this user, a directory, not a symbolic link,
@@ -28,10 +30,12 @@ import hashlib
 import marshal
 import os
 import stat
+import sys
 import tempfile
 import types
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from jinja2.bccache import Bucket
@@ -51,20 +55,68 @@ def default_cache_dir() -> Path | None:
     return Path(base) / "agent-harness" / "templates"
 
 
-def _environment_key(env: jinja2.Environment) -> str:
-    """What in the environment the compiled code depends on."""
+def _environment_key(env: jinja2.Environment) -> str | None:
+    """What in the environment the compiled code depends on: the options, and the code of
+    every function jinja may call while compiling (it folds a filter or test applied to
+    constants, and `finalize` on constant output, into the compiled code). None when a
+    function's source cannot be read: then nothing is cached."""
     finalize = env.finalize
+    functions = _functions([
+        ("environment", type(env)), ("finalize", finalize), ("autoescape", env.autoescape),
+        *sorted((f"filter {name}", f) for name, f in env.filters.items()),
+        *sorted((f"test {name}", f) for name, f in env.tests.items()),
+    ])
+    if functions is None:
+        return None
     return repr((
         jinja2.__version__, MAGIC_NUMBER, env.block_start_string, env.block_end_string,
         env.variable_start_string, env.variable_end_string, env.comment_start_string,
         env.comment_end_string, env.line_statement_prefix, env.line_comment_prefix,
         env.trim_blocks, env.lstrip_blocks, env.newline_sequence, env.keep_trailing_newline,
         env.optimized, env.is_async, env.autoescape if isinstance(env.autoescape, bool) else None,
-        None if finalize is None else (finalize.__module__, finalize.__qualname__,
-                                       getattr(finalize, "jinja_pass_arg", None)),
+        None if finalize is None else getattr(finalize, "jinja_pass_arg", None),
+        functions,
         sorted(env.filters), sorted(env.tests), sorted(env.extensions),
-        env.code_generator_class.__qualname__, env.context_class.__qualname__,
+        type(env).__module__, type(env).__qualname__, env.code_generator_class.__qualname__,
+        env.context_class.__qualname__,
     ))  # fmt: skip
+
+
+def _functions(functions: list[tuple[str, Any]]) -> list[tuple[str, ...]] | None:
+    """Per (role, function): its module, name and the SHA-256 of its module's source file
+    (jinja's and markupsafe's own are covered by jinja's version); None when a source cannot
+    be read."""
+    keys, sources = [], {}
+    for role, function in functions:
+        if not callable(function):
+            keys.append((role, repr(function)))
+            continue
+        module = getattr(function, "__module__", None) or ""
+        name = getattr(function, "__qualname__", repr(function))
+        if module.split(".")[0] in ("jinja2", "markupsafe", "builtins"):
+            keys.append((role, module, name))
+            continue
+        if module not in sources:
+            sources[module] = _source_digest(module)
+        if sources[module] is None:
+            return None
+        keys.append((role, module, name, sources[module]))
+    return keys
+
+
+def _source_digest(module: str) -> str | None:
+    """SHA-256 of a Python module's source; a built-in or compiled module (`_operator`) stands
+    for itself with the interpreter's version."""
+    loaded = sys.modules.get(module)
+    if loaded is None:
+        return None
+    path = getattr(loaded, "__file__", None)
+    if not path or not path.endswith(".py"):
+        return f"{module} of Python {sys.version}"
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _ours(st: os.stat_result, kind: int) -> bool:
@@ -88,10 +140,12 @@ class TemplateCodeCache(jinja2.BytecodeCache):
         """SHA-256 of the source (jinja's default is SHA-1)."""
         return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
-    def _key(self, bucket: Bucket) -> bytes:
+    def _key(self, bucket: Bucket) -> bytes | None:
         # bucket.key is jinja's hash of the name and file name; checksum the source's.
-        parts = (bucket.key, bucket.checksum, _environment_key(bucket.environment))
-        return "\n".join(parts).encode("utf-8")
+        env_key = _environment_key(bucket.environment)
+        if env_key is None:
+            return None
+        return "\n".join((bucket.key, bucket.checksum, env_key)).encode("utf-8")
 
     def _folder(self) -> Path | None:
         folder = self.directory or default_cache_dir()
@@ -108,9 +162,9 @@ class TemplateCodeCache(jinja2.BytecodeCache):
     def load_bytecode(self, bucket: Bucket) -> None:
         """Set the bucket's code from a sound file of ours; leave it None otherwise."""
         folder = self._folder()
-        if folder is None:
-            return
         key = self._key(bucket)
+        if folder is None or key is None:
+            return
         try:
             fd = os.open(folder / _name(key), os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
@@ -136,9 +190,9 @@ class TemplateCodeCache(jinja2.BytecodeCache):
     def dump_bytecode(self, bucket: Bucket) -> None:
         """Write the bucket's code atomically (a temporary file renamed); errors are ignored."""
         folder = self._folder()
-        if folder is None or bucket.code is None:
-            return
         key = self._key(bucket)
+        if folder is None or key is None or bucket.code is None:
+            return
         payload = marshal.dumps(bucket.code)
         data = _FORMAT + hashlib.sha256(key + payload).digest() + payload
         try:

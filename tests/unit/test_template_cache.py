@@ -3,8 +3,10 @@ is the same with the cache, without it, and whatever a stale, damaged or foreign
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import stat
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -183,3 +185,26 @@ def test_n2_no_usable_cache_folder_means_compiling_as_before(monkeypatch, tmp_pa
         locked.mkdir(mode=0o500)
         env = cached_env(locked / "templates")
         assert html_with(monkeypatch, analysis, env) == plain_html
+
+
+def filter_module(monkeypatch, folder: Path, body: str):
+    """A module `n2_cache_filters` from a file, (re)loaded like an edited filter module."""
+    path = folder / "n2_cache_filters.py"
+    path.write_text(body)
+    spec = importlib.util.spec_from_file_location("n2_cache_filters", path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "n2_cache_filters", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_n2_stale_cache_is_never_used_when_a_folded_filter_changes(monkeypatch, tmp_path):
+    # jinja applies a filter to constants while compiling: "{{ 1 | shown }}" is compiled to
+    # the filter's output, so the filter's code is part of what the compiled code depends on.
+    cache = tmp_path / "cache"
+    for body, shown in (("def shown(x):\n    return 'old'\n", "old"),
+                        ("def shown(x):\n    return 'new'\n", "new")):
+        module = filter_module(monkeypatch, tmp_path, body)
+        env = small_env(cache, "{{ 1 | shown }}")
+        env.filters["shown"] = module.shown
+        assert env.get_template("t").render() == shown
