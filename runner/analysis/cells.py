@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from runner.analysis.model import CELL_KEYS, CONDITION_KEYS, UNPATCHED
@@ -72,11 +74,16 @@ def _arm_order(arm: pl.Expr) -> pl.Expr:
 
 
 def cell_table(
-    runs: pl.DataFrame, condition_parts: list[str], pass_k: int = DEFAULT_PASS_K
+    runs: pl.DataFrame,
+    condition_parts: list[str],
+    pass_k: int = DEFAULT_PASS_K,
+    counts: Sequence[pl.Expr] = (),
 ) -> pl.DataFrame:
     """One row per cell group with counts, duplicate rate, Wilson interval, pass^k and means.
 
     Error runs count in `runs` and `errors` only; every rate is over the runs that ran (`n`).
+    `counts`: more per-cell counts computed in the same pass (N2), as Int64 columns at the end
+    (`measures.honesty_counts`: what `add_honesty` would add).
     """
     verdict = pl.col("verdict")
     low, high = wilson_exprs("dup_k", "n")
@@ -84,6 +91,7 @@ def cell_table(
         runs.lazy()
         .group_by(list(CELL_KEYS))
         .agg(
+            *counts,
             runs=pl.len(),
             errors=(~_OK).sum(),
             n=(_OK & pl.col("duplicate_found").is_not_null()).sum(),
@@ -115,6 +123,10 @@ def cell_table(
         )
         .sort(["model", "condition", "scenario", _arm_order(pl.col("patch_arm")), "patch_arm"])
         .with_row_index("cell_no", offset=1)
-        .collect()
     )
-    return table
+    if counts:
+        extra = [expr.meta.output_name() for expr in counts]
+        table = table.select(
+            pl.exclude(extra), *(pl.col(name).fill_null(0).cast(pl.Int64) for name in extra)
+        )
+    return table.collect()
