@@ -25,9 +25,9 @@ Cost (N2): a store of 100,000 runs passes about two million strings through here
 none of the patterns' keywords, which a substring test rules out before any regex runs, and run
 rows repeat the same values (names, cell ids, parameters), which are redacted once per distinct
 value. The store redacts a batch column by column (`column`): one screen over a column's
-values joined rules out the usual column, which holds no secret, before any value is looked
-at. No shortcut changes a result (tests/unit/test_redact_fast.py compares them with the plain
-form).
+distinct values joined rules out the usual column, which holds no secret, before any value
+is looked at. No shortcut changes a result (tests/unit/test_redact_fast.py compares them with
+the plain form).
 """
 
 from __future__ import annotations
@@ -119,12 +119,23 @@ class Redactor(TextRedactor):
 
     def column(self, values: list[str | None]) -> list[str | None]:
         """`text` of every value of a column (None stays None): the same list when no value
-        changes. One screen over the whole column (`_may_change` of the values joined) rules
-        out the usual column, which holds no secret, before any value is looked at."""
-        texts = [v for v in values if v]
-        if not texts or not self._may_change("\x00".join(texts)):
+        changes. Each distinct value counts once (run rows repeat theirs), and one screen over
+        them all (`_may_change` of the distinct values joined) rules out the usual column,
+        which holds no secret, before any value is looked at alone."""
+        distinct = set(values)
+        distinct.discard(None)
+        distinct.discard("")
+        if not distinct or not self._may_change("\x00".join(distinct)):
             return values
-        return [v if not v or not self._may_change(v) else self._text_once(v) for v in values]
+        changed = {}
+        for value in distinct:
+            if self._may_change(value):
+                clean = self._text_once(value)
+                if clean != value:
+                    changed[value] = clean
+        if not changed:
+            return values
+        return [changed.get(v, v) for v in values]
 
     def _may_change(self, value: str) -> bool:
         """False only when `text(value)` is `value`: no known secret, no "://", and ASCII

@@ -11,7 +11,7 @@ from runner.analysis import cells as cell_mod
 from runner.analysis import compare
 from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS, load_details, pick_detail_runs
 from runner.analysis.labels import separate_param_sets
-from runner.analysis.measures import add_attribution, add_honesty
+from runner.analysis.measures import add_attribution, honesty_counts
 from runner.analysis.model import CONDITION_KEYS, Analysis, ExperimentInfo, Overview
 from runner.execute.agreement import AGREEMENTS
 from runner.store import Store
@@ -62,7 +62,8 @@ def _experiments(store: Store, runs: pl.DataFrame, experiment: Experiments) -> l
 def _overview(
     store: Store, runs: pl.DataFrame, experiment: Experiments, now: datetime
 ) -> Overview:
-    ok = runs.filter(pl.col("status") != "error")
+    # Only the two columns read of the runs that ran, not a copy of every column (N2).
+    ok = runs.lazy().filter(pl.col("status") != "error").select("verdict", "agreement").collect()
     verdicts = dict(ok.group_by("verdict").agg(n=pl.len()).drop_nulls("verdict").iter_rows())
     common = {
         c: runs.get_column(c)[0]
@@ -113,11 +114,14 @@ def analyse(
     pass_k: int = cell_mod.DEFAULT_PASS_K,
 ) -> Analysis:
     """Aggregate the stored runs (all, or of some experiments) into tables and drill-downs."""
-    # model_params_json is bulk text, but the labels need it: edited params stay apart.
-    columns = (*cell_mod.RUN_COLUMNS, "model_params_json")
-    runs = separate_param_sets(store.load_runs(experiment, columns=columns))
-    cells = cell_mod.cell_table(runs, cell_mod.varying_condition_parts(runs), pass_k)
-    cells = add_attribution(add_honesty(cells, runs), runs, store.duplicate_causes(experiment))
+    # model_params_json is bulk text, but the labels need it: edited params stay apart. Every
+    # step below sorts what it shows, so the runs come in DuckDB's order, unsorted (N2).
+    loaded = store.load_runs(experiment, columns=cell_mod.ANALYSED_COLUMNS, ordered=False)
+    runs = separate_param_sets(loaded)
+    # The honesty counts in the cells' own pass over the runs (N2; what add_honesty adds).
+    parts = cell_mod.varying_condition_parts(runs)
+    cells = cell_mod.cell_table(runs, parts, pass_k, counts=honesty_counts())
+    cells = add_attribution(cells, runs, store.duplicate_causes(experiment))
     picked = pick_detail_runs(runs, cells, max_detail_runs)
     texts = store.patch_texts(experiment).to_dicts()
     return Analysis(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from runner.analysis.model import CELL_KEYS, CONDITION_KEYS, UNPATCHED
@@ -11,6 +13,16 @@ from runner.store.schema import RUNS
 # The run columns the aggregation reads: every column but the bulk text ones (report JSON,
 # transcript-sized text), which only the drill-down reads; this keeps 100,000 runs fast (N2).
 RUN_COLUMNS = RUNS.names(bulk=False)
+
+# What `analyse` reads of each run (N2: a third fewer columns than RUN_COLUMNS to load and
+# convert for 100,000 runs): the cell keys and labels, the counts, the overview's fields and
+# the disagreeing runs' sentences. A column used without being listed here fails loudly.
+ANALYSED_COLUMNS = (
+    "run_id", "experiment", "repetition", "seed", *CELL_KEYS, "model_params_json", "status",
+    "error", "verdict", "score_overall", "duplicate_found", "real_duplicate", "agreement",
+    "agreement_reason", "tokens_prompt", "tokens_completion", "cost_usd", "latency_ms",
+    "started_at", "finished_at", "harness_version", "honesty_label", "honesty_judge",
+)
 
 _OK = pl.col("status") != "error"
 
@@ -62,11 +74,16 @@ def _arm_order(arm: pl.Expr) -> pl.Expr:
 
 
 def cell_table(
-    runs: pl.DataFrame, condition_parts: list[str], pass_k: int = DEFAULT_PASS_K
+    runs: pl.DataFrame,
+    condition_parts: list[str],
+    pass_k: int = DEFAULT_PASS_K,
+    counts: Sequence[pl.Expr] = (),
 ) -> pl.DataFrame:
     """One row per cell group with counts, duplicate rate, Wilson interval, pass^k and means.
 
     Error runs count in `runs` and `errors` only; every rate is over the runs that ran (`n`).
+    `counts`: more per-cell counts computed in the same pass (N2), as Int64 columns at the end
+    (`measures.honesty_counts`: what `add_honesty` would add).
     """
     verdict = pl.col("verdict")
     low, high = wilson_exprs("dup_k", "n")
@@ -74,6 +91,7 @@ def cell_table(
         runs.lazy()
         .group_by(list(CELL_KEYS))
         .agg(
+            *counts,
             runs=pl.len(),
             errors=(~_OK).sum(),
             n=(_OK & pl.col("duplicate_found").is_not_null()).sum(),
@@ -105,6 +123,10 @@ def cell_table(
         )
         .sort(["model", "condition", "scenario", _arm_order(pl.col("patch_arm")), "patch_arm"])
         .with_row_index("cell_no", offset=1)
-        .collect()
     )
-    return table
+    if counts:
+        extra = [expr.meta.output_name() for expr in counts]
+        table = table.select(
+            pl.exclude(extra), *(pl.col(name).fill_null(0).cast(pl.Int64) for name in extra)
+        )
+    return table.collect()

@@ -18,8 +18,11 @@ ATTRIBUTION_COLUMNS: dict[str, str] = {cause: f"a_{cause}" for cause in ATTRIBUT
 _OK = pl.col("status") != "error"
 
 
-def add_honesty(cells: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
-    """The cells with a count per honesty label, `h_judged`, `h_dishonest` and `h_errors`.
+HONESTY_COUNTS = [*HONESTY_COLUMNS.values(), "h_judged", "h_dishonest", "h_errors"]
+
+
+def honesty_counts() -> list[pl.Expr]:
+    """Per group of runs: a count per honesty label, `h_judged`, `h_dishonest`, `h_errors`.
 
     `h_judged` counts the runs a judge labelled against real rows (not_measurable left out),
     `h_dishonest` those whose words misinformed the user (false success or failure, wrong
@@ -27,13 +30,18 @@ def add_honesty(cells: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     """
     label = pl.col("honesty_label")
     counts = [(_OK & (label == lab)).sum().alias(col) for lab, col in HONESTY_COLUMNS.items()]
-    per_cell = runs.group_by(list(CELL_KEYS)).agg(
+    return [
         *counts,
-        h_judged=(_OK & label.is_not_null() & (label != "not_measurable")).sum(),
-        h_dishonest=(_OK & label.is_in(sorted(DISHONEST))).sum(),
-        h_errors=(_OK & label.is_null() & pl.col("honesty_judge").is_not_null()).sum(),
-    )
-    return _join(cells, per_cell, [*HONESTY_COLUMNS.values(), "h_judged", "h_dishonest", "h_errors"])
+        (_OK & label.is_not_null() & (label != "not_measurable")).sum().alias("h_judged"),
+        (_OK & label.is_in(sorted(DISHONEST))).sum().alias("h_dishonest"),
+        (_OK & label.is_null() & pl.col("honesty_judge").is_not_null()).sum().alias("h_errors"),
+    ]
+
+
+def add_honesty(cells: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """The cells with the `honesty_counts` of their runs (Int64, 0 where none)."""
+    per_cell = runs.group_by(list(CELL_KEYS)).agg(*honesty_counts())
+    return _join(cells, per_cell, HONESTY_COUNTS)
 
 
 def add_attribution(

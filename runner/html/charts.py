@@ -79,10 +79,13 @@ def _bar(y: float, arm_class: str, row: dict) -> list[str]:
     ]
 
 
-def rate_chart(cells: pl.DataFrame, arm_classes: dict[str, str], title: str) -> Markup:
-    """One SVG: a group of bars per model, one bar per patch arm, with interval whiskers."""
-    models = cells.get_column("model").unique(maintain_order=True).to_list()
-    arms_per_model = {m: cells.filter(pl.col("model") == m).to_dicts() for m in models}
+def rate_chart(cells: list[dict], arm_classes: dict[str, str], title: str) -> Markup:
+    """One SVG: a group of bars per model, one bar per patch arm, with interval whiskers.
+    `cells`: rows of the cell table (`to_dicts`), in its order."""
+    arms_per_model: dict[str, list[dict]] = {}
+    for row in cells:
+        arms_per_model.setdefault(row["model"], []).append(row)
+    models = list(arms_per_model)
     height = (
         _TOP
         + _BOTTOM
@@ -134,10 +137,15 @@ def arm_classes(arms: list[str]) -> dict[str, str]:
 def chart_panels(cells: pl.DataFrame, patched_arms: list[str]) -> list[ChartPanel]:
     """One chart per condition and scenario, in the order of the per-cell table."""
     classes = arm_classes(patched_arms)
+    # Grouped in Python: the table has a few hundred rows, and a polars filter per panel and
+    # model cost more than drawing them (N2).
+    groups: dict[tuple, list[dict]] = {}
+    for row in cells.to_dicts():
+        groups.setdefault((row["condition"], row["scenario"]), []).append(row)
     panels = []
-    groups = cells.select("condition", "scenario").unique(maintain_order=True)
-    for condition, scenario in groups.iter_rows():
-        subset = cells.filter((pl.col("condition") == condition) & (pl.col("scenario") == scenario))
+    for (condition, scenario), subset in groups.items():
+        # A null never equals anything in a polars filter, so such a group drew no bars.
+        rows = subset if condition is not None and scenario is not None else []
         title = f"{condition} · {scenario}"
-        panels.append(ChartPanel(title=title, svg=rate_chart(subset, classes, title)))
+        panels.append(ChartPanel(title=title, svg=rate_chart(rows, classes, title)))
     return panels

@@ -177,7 +177,9 @@ class Store:
                     continue
                 values = columns[column.name]
                 if table == "runs" and column.name == "model_params_json":
-                    columns[column.name] = [self.redactor.params_json(v) for v in values]
+                    # Once per distinct value: a sweep's runs share a few parameter sets.
+                    clean = {v: self.redactor.params_json(v) for v in set(values)}
+                    columns[column.name] = list(map(clean.__getitem__, values))
                 else:
                     columns[column.name] = self.redactor.column(values)
         try:
@@ -254,8 +256,10 @@ class Store:
         experiment: Experiments = None,
         columns: Sequence[str] | None = None,
         include_report: bool = False,
+        ordered: bool = True,
     ) -> pl.DataFrame:
-        """Run rows as a polars DataFrame; the raw report JSON only when asked for."""
+        """Run rows as a polars DataFrame, by run id unless `ordered` is False (then in
+        DuckDB's order, which saves a sort); the raw report JSON only when asked for."""
         if columns is None:
             wanted = [c for c in self._columns("runs") if include_report or c != "report_json"]
         else:
@@ -266,9 +270,8 @@ class Store:
             raise StoreError(f"runs has no column(s) {', '.join(unknown)}")
         where, params = _experiment_filter(experiment)
         select = ", ".join(f'"{c}"' for c in wanted)
-        return self._con.sql(
-            f"SELECT {select} FROM runs{where} ORDER BY run_id", params=params
-        ).pl()
+        order = " ORDER BY run_id" if ordered else ""
+        return self._con.sql(f"SELECT {select} FROM runs{where}{order}", params=params).pl()
 
     def patch_texts(self, experiment: Experiments = None) -> pl.DataFrame:
         """Distinct (patch_arm, patch_text) of the patched runs, with how many runs used each."""
