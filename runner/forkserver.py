@@ -72,11 +72,19 @@ def _threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
-def serve(path: str) -> None:
-    """Fork each requested process until the runner (this process's parent) ends."""
+def serve(path: str, runner_pid: int) -> None:
+    """Fork each requested process until the runner (`runner_pid`, this process's parent) ends."""
     import ctypes
     import importlib
 
+    # The runner is watched from the start: killed while the modules below import, it would
+    # leave this process to init, and `getppid()` would no longer name it.
+    try:
+        owner = os.pidfd_open(runner_pid)
+    except ProcessLookupError:
+        return
+    if os.getppid() != runner_pid:
+        return
     for name in WARM_MODULES:
         importlib.import_module(name)
     libc = ctypes.CDLL(None, use_errno=True)
@@ -89,7 +97,6 @@ def serve(path: str) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
-    owner = os.pidfd_open(os.getppid())  # the runner: its end is the server's end
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, ("accept", None))
     selector.register(owner, selectors.EVENT_READ, ("owner", None))
@@ -115,8 +122,33 @@ def serve(path: str) -> None:
         send(conn, {"status": status})
         conn.close()
 
+    def _fork(request: dict, fds: list[int], conn: socket.socket, libc: Any) -> tuple[int, int]:
+        """Fork the requested process; its (pid, pidfd) once it has set itself up."""
+        open_fds = [*own_fds, *children, *(c.fileno() for _, c in children.values())]
+        set_up, set_up_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(set_up)
+            os.close(set_up_w)
+            raise
+        if pid == 0:
+            os.close(set_up)
+            _child(request, fds, [*open_fds, conn.fileno()], set_up_w, libc)
+        os.close(set_up_w)
+        os.read(set_up, 1)  # the child has its fds, session, folder and environment
+        os.close(set_up)
+        try:
+            return pid, os.pidfd_open(pid)
+        except OSError:  # it cannot be watched: it does not run, the client starts fresh
+            _kill_group(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise
+
     while True:
         for key, _ in selector.select():
+            if selector.get_map().get(key.fd) is not key:
+                continue  # ended by an earlier event of this round (its fd may be reused)
             what, _data = key.data
             if what == "owner":  # the runner ended (SIGKILL too): nothing of this stays
                 for pid, _conn in children.values():
@@ -126,31 +158,28 @@ def serve(path: str) -> None:
                     os.rmdir(os.path.dirname(path))
                 return
             if what == "accept":
-                conn, _ = listener.accept()
+                try:
+                    conn, _ = listener.accept()
+                except OSError:  # out of descriptors: the client waits for the next round
+                    continue
                 try:
                     request, fds = receive(conn)
                 except (OSError, ValueError):
                     conn.close()
                     continue
-                reason = _refusal(request, server_env)
-                if reason is not None:
+                try:
+                    reason = _refusal(request, server_env)
+                    started = None if reason is not None else _fork(request, fds, conn, libc)
+                except OSError as exc:  # no descriptor, process or memory left for a fork
+                    reason, started = f"cannot fork: {exc.strerror or exc}", None
+                finally:
                     for fd in fds:
                         os.close(fd)
+                if started is None:
                     send(conn, {"fresh": reason})
                     conn.close()
                     continue
-                open_fds = [*own_fds, *children, *(c.fileno() for _, c in children.values())]
-                set_up, set_up_w = os.pipe()
-                pid = os.fork()
-                if pid == 0:
-                    os.close(set_up)
-                    _child(request, fds, [*open_fds, conn.fileno()], set_up_w, libc)
-                os.close(set_up_w)
-                for fd in fds:
-                    os.close(fd)
-                os.read(set_up, 1)  # the child has its fds, session, folder and environment
-                os.close(set_up)
-                pidfd = os.pidfd_open(pid)
+                pid, pidfd = started
                 children[pidfd] = (pid, conn)
                 by_conn[conn.fileno()] = (pid, pidfd)
                 selector.register(pidfd, selectors.EVENT_READ, ("child", None))
@@ -374,7 +403,7 @@ class ForkServer:
         folder = socket_folder()
         self.path = os.path.join(folder, "sock")
         self.proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "runner.forkserver", self.path],
+            [sys.executable, "-P", "-m", "runner.forkserver", self.path, str(os.getpid())],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C at the runner's terminal is the runner's
         )  # fmt: skip
@@ -413,4 +442,4 @@ def enabled() -> bool:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], int(sys.argv[2]))

@@ -206,3 +206,23 @@ def test_r3_a_variable_read_at_import_that_differs_starts_the_command_fresh(fork
     assert b"runner.upstreams" in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
     proc.stdin.close()
     assert proc.wait(DEADLINE_S) == 0
+
+
+@pytest.mark.parametrize("owner", ["gone", "not-its-parent"])
+def test_r3_a_fork_server_whose_runner_is_not_there_at_its_start_ends_at_once(owner, tmp_path):
+    # The runner killed while the server imports: the server is init's child then, and a
+    # runner pid named on its command line that is gone, or not its parent, ends it before
+    # it listens (it watched its parent of the moment, and would have served forever).
+    if owner == "gone":
+        ended = subprocess.Popen([sys.executable, "-c", "pass"])
+        ended.wait()
+        pid = ended.pid
+    else:
+        pid = os.getppid()  # alive, but the test's parent, not the server's
+    sock = tmp_path / "sock"
+    done = subprocess.run(
+        [sys.executable, "-P", "-m", "runner.forkserver", str(sock), str(pid)],
+        capture_output=True, timeout=DEADLINE_S, cwd=ROOT,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert not sock.exists()
