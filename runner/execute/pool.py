@@ -333,7 +333,9 @@ def _serve_forks(parent: int, fds: list[int]) -> None:
     sys.stderr.flush()
     # What the warm-up left (litellm's and the SDK's ~400,000 objects) is never garbage: out
     # of the collector's sight, the workers' full collections skip it and do not write to the
-    # pages they share with this process (the gc module's advice for a fork server).
+    # pages they share with this process (the gc module's advice for a fork server). The
+    # warm-up run's own cyclic garbage is collected first, not frozen into every worker.
+    gc.collect()
     gc.freeze()
     me = os.getpid()
     children = []
