@@ -8,6 +8,16 @@ import sys
 from tests.support.paths import ROOT
 
 
+def fresh_python(code: str, timeout: float) -> str:
+    """What `code` prints in a fresh interpreter (a test runner's own threads and imports
+    would count here); its exit must be 0."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_g3_the_fork_waits_for_threads_still_ending() -> None:
     # A thread told to end but not yet gone (as asyncio's executor shutdown thread can be
     # after asyncio.run) is waited for: the fork then sees the process's one thread. In a
@@ -21,11 +31,7 @@ def test_g3_the_fork_waits_for_threads_still_ending() -> None:
         "release.set()\n"
         "print(_threads_ended(timeout_s=30), ending.is_alive())\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["1", "False"]
+    assert fresh_python(probe, timeout=120).split() == ["1", "False"]
 
 
 def test_g3_the_fork_server_warms_up_with_a_real_scripted_run_the_workers_inherit() -> None:
@@ -40,8 +46,4 @@ def test_g3_the_fork_server_warms_up_with_a_real_scripted_run_the_workers_inheri
         "record = asyncio.run(_warm_up_run())\n"
         "print(record.status, record.error, record.tool_calls > 0)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, cwd=ROOT
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["True True", "ok None True"]
+    assert fresh_python(probe, timeout=300).splitlines() == ["True True", "ok None True"]
