@@ -202,11 +202,10 @@ def _forks() -> str | None:
 
 def _forked(target: ProxyTarget, config: ProxyConfig) -> list[str]:
     from runner import forkserver
-    from runner.upstreams import stdio_command
 
-    builtin = target.builtin_kind is not None and target.builtin_db is not None
-    if builtin and config.upstream_command is not None:
-        fresh_upstream = stdio_command(target.builtin_kind, target.builtin_db)
+    if target.builtin_kind is not None and config.upstream_command is not None:
+        # A built-in upstream over stdio: its command (`stdio_command`) is the config's.
+        fresh_upstream = [config.upstream_command, *config.upstream_args]
         upstream = forkserver.SERVER.command(
             "upstream", _upstream_head(fresh_upstream), fresh_upstream
         )
