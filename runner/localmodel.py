@@ -104,6 +104,7 @@ def _pump(process: subprocess.Popen[str], output: deque[str], ready: threading.E
         output.append(line.rstrip())
         if _READY_MARK in line:
             ready.set()
+    process.wait()  # its output ended with it: reaped before anyone is told to look
     ready.set()  # the server ended: whoever waits must look at why
 
 
@@ -159,12 +160,25 @@ def serve(
         if not ready.wait(ready_timeout_s):
             raise LocalModelError(f"the model server did not start within {ready_timeout_s:g} s")
         if process.poll() is not None:
-            tail = " | ".join(list(output)[-3:])
-            raise LocalModelError(f"the model server exited with {process.returncode}: {tail}")
+            raise LocalModelError(f"the model server {ended(server)}")
         _check_serves(server.api_base)
         yield server
     finally:
         _stop(process)
+
+
+def ended(server: RunningServer) -> str:
+    """How the server's process ended and its last lines, for a one-line error."""
+    code = server.process.returncode
+    if code >= 0:
+        how = f"exited with {code}"
+    else:
+        try:
+            how = f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"was killed by signal {-code}"
+    lines = [line for line in server.output if line.strip()][-2:]
+    return how + (": " + " | ".join(lines) if lines else "")
 
 
 def _check_serves(api_base: str) -> None:
@@ -199,6 +213,11 @@ def run(spec: Path, db: Path, html: Path, experiment: str | None) -> int:
             spec, db=db, concurrency=None, resume=True, retry_errors=False, only=[],
             dry_run=False, in_process=None,
         )  # fmt: skip
+        if server.process.poll() is not None:
+            # The runs say only "connection refused"; the cause is the server's end (e.g. a
+            # llama.cpp built for instructions this CPU does not grant: SIGSEGV at the first token).
+            print(f"error: the local model server {ended(server)}", file=sys.stderr)
+            code = code or 1
     if code in (130, 143):  # Ctrl-C, SIGTERM
         print("The model server is stopped.", file=sys.stderr)
     if code != 0:
