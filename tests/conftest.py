@@ -27,6 +27,15 @@ def _fresh_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
         monkeypatch.setenv("AGENT_HARNESS_TEST_LAUNCHER", "0")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Caches the tools keep in the user's cache folder (the compiled report templates) go to
+    one folder of this test session, shared by its workers, not to the real ~/.cache."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if base.name.startswith("popen-gw") else base  # xdist: one per worker
+    os.environ["XDG_CACHE_HOME"] = str(shared / "xdg-cache")
+
+
 @pytest.fixture
 def fifo(tmp_path: Path) -> Path:
     """A named pipe nobody writes to: a reader that opens it waits forever."""

@@ -22,6 +22,10 @@ bytecode cache in the user's cache folder (`$XDG_CACHE_HOME/agent-harness/templa
 Anything that fails (no home, a read-only disk, a foreign folder) means compiling as before:
 the cache only ever saves time, and the HTML is the same either way
 (tests/unit/test_template_cache.py).
+
+The folder stays small: whenever a new entry is written (a template, jinja or Python changed),
+the oldest written beyond the newest `KEEP` go, and so do temporary files a killed writer left
+more than an hour ago; only files of ours are removed, never through a link.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import os
 import stat
 import sys
 import tempfile
+import time
 import types
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
@@ -42,6 +47,8 @@ from jinja2.bccache import Bucket
 
 _FORMAT = b"agent-harness template code 1\n"
 _DIGEST = 32  # bytes of SHA-256
+KEEP = 64  # entries: a dozen versions of the report's five templates
+_TEMPORARY_AGE_S = 3600  # a `.tmp-` file older than this was left by a killed writer
 
 
 def default_cache_dir() -> Path | None:
@@ -204,10 +211,41 @@ class TemplateCodeCache(jinja2.BytecodeCache):
                 f.write(data)
             os.replace(temporary, folder / _name(key))
         except OSError:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
+            _unlink(Path(temporary))
+            return
+        prune(folder, KEEP)
+
+
+def prune(folder: Path, keep: int) -> None:
+    """Remove the entries written before the newest `keep` and the temporary files a killed
+    writer left; files that are not ours (or links) are left alone. Errors are ignored."""
+    now = time.time()
+    entries: list[tuple[float, str]] = []
+    try:
+        with os.scandir(folder) as found:
+            for entry in found:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if not _ours(st, stat.S_IFREG):
+                    continue
+                if entry.name.endswith(".code"):
+                    entries.append((st.st_mtime, entry.name))
+                elif entry.name.startswith(".tmp-") and now - st.st_mtime > _TEMPORARY_AGE_S:
+                    _unlink(folder / entry.name)
+    except OSError:
+        return
+    entries.sort(reverse=True)
+    for _, name in entries[keep:]:
+        _unlink(folder / name)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _name(key: bytes) -> str:

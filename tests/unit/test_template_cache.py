@@ -208,3 +208,48 @@ def test_n2_stale_cache_is_never_used_when_a_folded_filter_changes(monkeypatch, 
         env = small_env(cache, "{{ 1 | shown }}")
         env.filters["shown"] = module.shown
         assert env.get_template("t").render() == shown
+
+
+def _render_new(folder: Path, source: str) -> Path:
+    before = set(folder.glob("*.code")) if folder.exists() else set()
+    small_env(folder, source).get_template("t").render(x=1)
+    (new,) = set(folder.glob("*.code")) - before
+    return new
+
+
+def test_n2_writing_an_entry_keeps_only_the_newest_written(monkeypatch, tmp_path):
+    old = [_render_new(tmp_path, f"{{{{ x }}}} v{i}") for i in range(4)]
+    for age, path in enumerate(reversed(old)):  # v3 the newest, v0 the oldest
+        os.utime(path, (1_000_000_000 - age, 1_000_000_000 - age))
+    monkeypatch.setattr(codecache, "KEEP", 3)
+    newest = _render_new(tmp_path, "{{ x }} v4")
+    assert set(tmp_path.glob("*.code")) == {newest, old[3], old[2]}
+    # A pruned template compiles again, and is the same.
+    assert small_env(tmp_path, "{{ x }} v0").get_template("t").render(x=1) == "1 v0"
+
+
+def test_n2_pruning_removes_a_killed_writers_old_temporary_files_and_nothing_of_others(
+    tmp_path,
+):
+    old_temporary, young_temporary = tmp_path / ".tmp-old", tmp_path / ".tmp-young"
+    for path in (old_temporary, young_temporary):
+        path.write_bytes(b"cut short")
+    two_hours_ago = datetime.now().timestamp() - 7200
+    os.utime(old_temporary, (two_hours_ago, two_hours_ago))
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere.code"
+    elsewhere.write_bytes(b"not in the cache")
+    link = tmp_path / ("0" * 64 + ".code")
+    link.symlink_to(elsewhere)
+    codecache.prune(tmp_path, keep=0)
+    assert not old_temporary.exists()
+    assert young_temporary.exists()  # maybe a writer at work
+    assert link.is_symlink() and elsewhere.exists()  # never removed through a link
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_n2_pruning_leaves_another_users_files(tmp_path):
+    foreign = tmp_path / ("1" * 64 + ".code")
+    foreign.write_bytes(b"theirs")
+    os.chown(foreign, 12345, -1)
+    codecache.prune(tmp_path, keep=0)
+    assert foreign.exists()
