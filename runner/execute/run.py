@@ -33,8 +33,7 @@ from harness.proxy import (
     HeaderSpec,
     PlanConfig,
 )
-from harness.report import ReportModel, read_report
-from harness.report.model import MAX_REPORT_BYTES
+from harness.report import MAX_REPORT_BYTES, ReportModel, read_report
 from runner.agent.calls import takes_seed
 from runner.agent.loop import (
     AgentResult,
