@@ -84,9 +84,10 @@ def _task_of(
     key = (first_user, tools_text)
     if key in _TASKS:
         return _TASKS[key]
-    task = _TASKS[key] = extract_task(first_user, tools)
-    if len(_TASKS) > _TASKS_KEPT:
-        del _TASKS[next(iter(_TASKS))]
+    task = extract_task(first_user, tools)
+    if len(_TASKS) >= _TASKS_KEPT:
+        _TASKS.clear()  # one step: `completion` (blocking) may run in several threads at once
+    _TASKS[key] = task
     return task
 
 
