@@ -21,6 +21,7 @@ from harness.report.judgement import (
 )
 from harness.report.markdown import judgement_markdown
 from harness.report.model import (
+    MAX_REPORT_BYTES,
     Coverage,
     Duplicate,
     Finding,
@@ -39,6 +40,7 @@ from harness.report.model import (
 )
 
 __all__ = [
+    "MAX_REPORT_BYTES",
     "ORIGINS",
     "ORIGIN_MEANINGS",
     "Coverage",

@@ -141,51 +141,110 @@ async def stdio_lines(max_bytes: int) -> tuple[LineReader, LineWriter]:
     return reader, writer
 
 
+class _SdkReadStream:
+    """The SDK's read stream over a line reader: each `receive` reads and parses one line.
+
+    No task and no memory stream between the line and the SDK (issue 24: a pump task and an
+    anyio memory stream per direction cost a scheduling round and the stream's checkpoints
+    per message). A line that is not a JSON-RPC message is handed on as its ValueError, as
+    the SDK's own transports do.
+    """
+
+    __slots__ = ("_reader", "_closed")
+    # No sender's context to restore: the SDK runs handlers in its session's own context.
+    last_context = None
+
+    def __init__(self, reader: LineReader) -> None:
+        self._reader = reader
+        self._closed = False
+
+    async def receive(self) -> object:
+        import anyio
+        import mcp_types as types
+        from mcp.shared.message import SessionMessage
+
+        if self._closed:
+            raise anyio.ClosedResourceError
+        line = await self._reader.read_line()
+        if line is None:
+            raise anyio.EndOfStream
+        try:
+            return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        except ValueError as exc:
+            return exc
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    def __aiter__(self) -> _SdkReadStream:
+        return self
+
+    async def __anext__(self) -> object:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _SdkReadStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _SdkWriteStream:
+    """The SDK's write stream over a line writer: each `send` writes one line.
+
+    Closing it ends the line stream (the reader sees EOF). A message sent after the reader
+    went away is dropped, and every later send raises BrokenResourceError, as a memory stream
+    whose receiver is gone does.
+    """
+
+    __slots__ = ("_writer", "_closed", "_broken")
+
+    def __init__(self, writer: LineWriter) -> None:
+        self._writer = writer
+        self._closed = False
+        self._broken = False
+
+    async def send(self, item: object) -> None:
+        import anyio
+
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._broken:
+            raise anyio.BrokenResourceError
+        text = item.message.model_dump_json(by_alias=True, exclude_unset=True)  # type: ignore[attr-defined]
+        try:
+            await self._writer.write_line(text.encode())
+        except StreamClosed:
+            self._broken = True
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._writer.close()
+
+    async def __aenter__(self) -> _SdkWriteStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 @contextlib.asynccontextmanager
 async def mcp_streams(
     reader: LineReader, writer: LineWriter
 ) -> AsyncIterator[tuple[object, object]]:
     """Adapt a line pair to the MCP SDK's (read_stream, write_stream) of SessionMessages."""
-    import anyio
-    import mcp_types as types
-    from mcp.shared._context_streams import create_context_streams
-    from mcp.shared.message import SessionMessage
-
-    read_send, read_recv = create_context_streams[SessionMessage | Exception](0)
-    write_send, write_recv = create_context_streams[SessionMessage](0)
-
-    async def pump_in() -> None:
-        async with read_send:
-            while (line := await reader.read_line()) is not None:
-                try:
-                    item: SessionMessage | Exception = SessionMessage(
-                        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    )
-                except ValueError as exc:
-                    item = exc
-                try:
-                    await read_send.send(item)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    return  # the SDK side closed its read stream: a late line has no reader
-
-    async def pump_out() -> None:
-        async with write_recv:
-            async for item in write_recv:
-                text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                try:
-                    await writer.write_line(text.encode())
-                except StreamClosed:
-                    return
-        await writer.close()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(pump_in)
-        tg.start_soon(pump_out)
-        try:
-            yield read_recv, write_send
-        finally:
-            await write_send.aclose()
-            tg.cancel_scope.cancel()
+    read, write = _SdkReadStream(reader), _SdkWriteStream(writer)
+    try:
+        yield read, write
+    finally:
+        await read.aclose()
+        await write.aclose()
 
 
 class _UntilExit:

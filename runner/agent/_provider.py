@@ -20,9 +20,9 @@ import litellm  # noqa: E402
 from litellm.llms.custom_llm import CustomLLM, CustomLLMError  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 
-from runner.agent._conversation import parse_messages  # noqa: E402
+from runner.agent._conversation import Conversation, parse_messages  # noqa: E402
 from runner.agent._policies import POLICIES, Decision, ScriptedParams, decide  # noqa: E402
-from runner.agent._task import extract_task  # noqa: E402
+from runner.agent._task import Task, extract_task  # noqa: E402
 
 
 def params_from(optional_params: Mapping[str, Any] | None) -> ScriptedParams:
@@ -42,6 +42,14 @@ def next_decision(
     model: str, messages: Sequence[Any], optional_params: Mapping[str, Any] | None
 ) -> Decision:
     """What the named model does next, given what a real model would be given."""
+    return _next(model, messages, optional_params)[0]
+
+
+def _next(
+    model: str, messages: Sequence[Any], optional_params: Mapping[str, Any] | None
+) -> tuple[Decision, Conversation, str | None]:
+    """The decision, and what `to_response` would read again: the parsed conversation and the
+    tools as JSON (None when they are not JSON)."""
     if model not in POLICIES:
         known = ", ".join(f"scripted/{name}" for name in POLICIES)
         raise CustomLLMError(
@@ -49,8 +57,38 @@ def next_decision(
         )
     conv = parse_messages(messages)
     tools = (optional_params or {}).get("tools")
-    task = extract_task(conv.first_user, tools)
-    return decide(model, conv, task, params_from(optional_params))
+    tools_text = _json(tools)
+    task = _task_of(conv.first_user, tools, tools_text)
+    return decide(model, conv, task, params_from(optional_params)), conv, tools_text
+
+
+def _json(value: Any) -> str | None:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return None
+
+
+# The task depends only on the first user message and the tools, the same at every call of a
+# run and in every run of a cell: reading it again cost ~0.1 ms a call (issue 24). A Task is
+# frozen and the policies copy its arguments before changing them.
+_TASKS: dict[tuple[str, str], Task | None] = {}
+_TASKS_KEPT = 256
+
+
+def _task_of(
+    first_user: str, tools: Sequence[Mapping[str, Any]] | None, tools_text: str | None
+) -> Task | None:
+    if tools_text is None or not isinstance(first_user, str):
+        return extract_task(first_user, tools)
+    key = (first_user, tools_text)
+    if key in _TASKS:
+        return _TASKS[key]
+    task = extract_task(first_user, tools)
+    if len(_TASKS) >= _TASKS_KEPT:
+        _TASKS.clear()  # one step: `completion` (blocking) may run in several threads at once
+    _TASKS[key] = task
+    return task
 
 
 def _tokens(text: str) -> int:
@@ -60,10 +98,17 @@ def _tokens(text: str) -> int:
 
 
 def to_response(
-    model: str, messages: Sequence[Any], tools: Any, decision: Decision
+    model: str,
+    messages: Sequence[Any],
+    tools: Any,
+    decision: Decision,
+    *,
+    conv: Conversation | None = None,
+    tools_text: str | None = None,
 ) -> litellm.ModelResponse:
-    """The decision as an OpenAI-format chat completion, with usage."""
-    conv = parse_messages(messages)
+    """The decision as an OpenAI-format chat completion, with usage (`conv`, `tools_text`: the
+    conversation parsed and the tools as JSON, when the caller has them)."""
+    conv = conv if conv is not None else parse_messages(messages)
     message: dict[str, Any]
     if decision.calls:
         # Ids unique within the conversation and the same on every replay of it.
@@ -82,7 +127,12 @@ def to_response(
         message, finish = {"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls"
     else:
         message, finish = {"role": "assistant", "content": decision.text}, "stop"
-    prompt = _tokens(json.dumps([list(messages), tools], default=str, ensure_ascii=False))
+    if tools_text is None:
+        prompt_text = json.dumps([list(messages), tools], default=str, ensure_ascii=False)
+        prompt = _tokens(prompt_text)
+    else:  # the same length: `[`, the messages, `, `, the tools, `]`
+        text = json.dumps(list(messages), default=str, ensure_ascii=False)
+        prompt = max(1, (len(text) + len(tools_text) + 4) // 4)
     completion = _tokens(json.dumps(message, ensure_ascii=False))
     response = litellm.ModelResponse(
         model=f"scripted/{model}",
@@ -116,10 +166,11 @@ class ScriptedLLM(CustomLLM):
         **_kwargs: Any,
     ) -> litellm.ModelResponse:
         """Answer one chat completion; a careful model may take its time (retry_after)."""
-        decision = next_decision(model, messages, optional_params)
+        decision, conv, tools_text = _next(model, messages, optional_params)
         if decision.wait_s > 0:
             await asyncio.sleep(decision.wait_s)
-        return to_response(model, messages, (optional_params or {}).get("tools"), decision)
+        tools = (optional_params or {}).get("tools")
+        return to_response(model, messages, tools, decision, conv=conv, tools_text=tools_text)
 
     def completion(  # type: ignore[override]
         self,
@@ -130,10 +181,11 @@ class ScriptedLLM(CustomLLM):
         **_kwargs: Any,
     ) -> litellm.ModelResponse:
         """The same for litellm.completion (blocking)."""
-        decision = next_decision(model, messages, optional_params)
+        decision, conv, tools_text = _next(model, messages, optional_params)
         if decision.wait_s > 0:
             time.sleep(decision.wait_s)
-        return to_response(model, messages, (optional_params or {}).get("tools"), decision)
+        tools = (optional_params or {}).get("tools")
+        return to_response(model, messages, tools, decision, conv=conv, tools_text=tools_text)
 
 
 HANDLER = ScriptedLLM()

@@ -25,6 +25,7 @@ from typing import Any
 from harness import __version__
 from harness.base import jsonutil
 from harness.base.errors import HarnessError
+from harness.base.infile import read_text
 from harness.proxy import (
     DEFAULT_KEY_FIELDS,
     SCENARIOS,
@@ -32,7 +33,7 @@ from harness.proxy import (
     HeaderSpec,
     PlanConfig,
 )
-from harness.report import ReportModel, read_report
+from harness.report import MAX_REPORT_BYTES, ReportModel, read_report
 from runner.agent.calls import takes_seed
 from runner.agent.loop import (
     AgentResult,
@@ -457,11 +458,15 @@ def _record(
     left = left or RunLeft(cell, connection, workdir)
     report_path = workdir / "report.json"
     report_file: ReportModel | None = None
+    report_json: str | None = None
     if report_path.exists():
         try:
-            report_file = read_report(report_path)
+            # Read once: the text is what is stored, the model what is judged (issue 24).
+            report_json = read_text(report_path, "report file", MAX_REPORT_BYTES)
+            report_file = read_report(report_json)
         except HarnessError:
             error = error or "the proxy left an unreadable report file"
+            report_json = report_path.read_text()  # stored as it is, as before
     report = report_file.report if report_file is not None else None
     if error is None and report is None:
         error = "the proxy wrote no report"
@@ -544,7 +549,7 @@ def _record(
         started_at=started_at,
         finished_at=datetime.now(UTC),
         harness_version=__version__,
-        report_json=report_path.read_text() if report_path.exists() else None,
+        report_json=report_json,
         operations=rec.operations(operations, real),
         findings=rec.findings(report)
         + _contradiction_rows(contradictions if judged is not None else []),

@@ -424,3 +424,30 @@ def test_r4_the_kinds_a_spec_is_checked_against_are_the_built_in_upstreams():
     from runner.upstreams import KINDS
 
     assert KINDS == tuple(BUILTIN_UPSTREAMS)
+
+
+@pytest.mark.parametrize("kind", sorted(BUILTIN_UPSTREAMS))
+def test_r4_a_new_ledger_is_the_one_its_schema_makes(tmp_path, kind):
+    # issue 24: a new ledger file is a copy of an empty one made once per process; it must be
+    # what executing the schema in a new file makes (tables, indexes, WAL), and a file already
+    # there is opened as it is, never replaced.
+    schema = BUILTIN_UPSTREAMS[kind].ledger.schema
+    made = sqlite3.connect(tmp_path / "made.sqlite", isolation_level=None)
+    made.execute("PRAGMA journal_mode=WAL")
+    made.executescript(schema)
+    for name in ("first.sqlite", "second.sqlite"):
+        conn = open_db(tmp_path / name, schema)
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        query = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name"
+        assert [tuple(r) for r in conn.execute(query)] == made.execute(query).fetchall()
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        conn.close()
+    made.close()
+    kept = tmp_path / "kept.sqlite"
+    conn = open_db(kept, schema)
+    conn.execute("CREATE TABLE mine (x)")
+    conn.close()
+    conn = open_db(kept, schema)
+    assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'mine'").fetchone()
+    conn.close()

@@ -736,15 +736,56 @@ async def test_o2_report_file_text_equals_the_judgement():  # O2 C7
 # -- the in-memory seam itself --------------------------------------------------------------
 
 
-async def test_mcp_streams_drops_a_line_that_arrives_after_the_sdk_side_closed():
+async def test_mcp_streams_a_line_after_the_sdk_side_closed_reaches_no_one_and_breaks_nothing():
     # A client session that leaves while an answer is still on its way (the runner's in-memory
-    # proxy does this at every session end) must not crash the adapter.
+    # proxy does this at every session end) must not crash the adapter: the line stays unread
+    # (there is no pump task to take it), the closed stream says so, the block ends cleanly.
     inbound, outbound = MemoryPipe(), MemoryPipe()
     async with mcp_streams(inbound, outbound) as (read, _write):
         await read.aclose()
         await inbound.write_line(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-        await anyio.wait_all_tasks_blocked()  # the adapter has taken the line and dealt with it
-        assert inbound._queue.empty()
+        with pytest.raises(anyio.ClosedResourceError):
+            await read.receive()
+
+
+async def test_mcp_streams_reads_a_message_per_line_and_ends_at_eof():
+    inbound, outbound = MemoryPipe(), MemoryPipe()
+    async with mcp_streams(inbound, outbound) as (read, _write):
+        await inbound.write_line(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        await inbound.write_line(b"not json")
+        await inbound.close()
+        items = [item async for item in read]
+    assert items[0].message.method == "notifications/initialized"
+    assert isinstance(items[1], ValueError)  # handed on to the SDK, as its own transports do
+    assert len(items) == 2
+
+
+async def test_mcp_streams_writes_a_line_per_message_and_eof_when_closed():
+    from mcp.shared.message import SessionMessage
+
+    inbound, outbound = MemoryPipe(), MemoryPipe()
+    note = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")
+    async with mcp_streams(inbound, outbound) as (_read, write):
+        await write.send(SessionMessage(note))
+        await write.aclose()
+        with pytest.raises(anyio.ClosedResourceError):
+            await write.send(SessionMessage(note))
+    assert json.loads(await outbound.read_line()) == {
+        "jsonrpc": "2.0", "method": "notifications/initialized"
+    }  # fmt: skip
+    assert await outbound.read_line() is None
+
+
+async def test_mcp_streams_drops_a_message_to_a_gone_reader_then_says_broken():
+    from mcp.shared.message import SessionMessage
+
+    inbound, outbound = MemoryPipe(), MemoryPipe()
+    await outbound.close()  # the reader of the lines is gone
+    note = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")
+    async with mcp_streams(inbound, outbound) as (_read, write):
+        await write.send(SessionMessage(note))  # dropped, as a pump that lost its reader did
+        with pytest.raises(anyio.BrokenResourceError):
+            await write.send(SessionMessage(note))
 
 
 # -- O4: the report file's atomic switch --------------------------------------------------------

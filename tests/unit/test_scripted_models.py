@@ -687,3 +687,35 @@ def test_retry_requests_are_recognised(text: str, asks: bool) -> None:
 )
 def test_the_ghost_write_patch_is_detected_in_the_system_prompt(system: str, patched: bool) -> None:
     assert has_ghost_write_patch(system) is patched
+
+
+def test_a_kept_task_and_the_given_json_answer_as_reading_everything_again() -> None:
+    # issue 24: the provider keeps the task per (first user message, tools) and counts the
+    # prompt's tokens from the tools' JSON it made once; the answer must not move by a byte.
+    from runner.agent._conversation import parse_messages
+    from runner.agent._policies import decide
+    from runner.agent._provider import _next, params_from, to_response
+
+    user = "Book a room for Alice Example on 2026-12-01 for 2 nights."
+    for messages in (
+        [{"role": "user", "content": user}],
+        [
+            {"role": "user", "content": user},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "create_booking", "arguments": json.dumps(BOOKING_ARGS)}},
+            ]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ü" * 7},
+        ],
+    ):  # fmt: skip
+        for model in ("careful", "naive"):
+            for _ in range(2):  # the second time from the kept task
+                decision, conv, tools_text = _next(model, messages, {"tools": BOOKING})
+                fresh_task = extract_task(user, BOOKING)  # read again, not kept
+                params = params_from({"tools": BOOKING})
+                assert decision == decide(model, parse_messages(messages), fresh_task, params)
+                given = to_response(model, messages, BOOKING, decision, conv=conv,
+                                    tools_text=tools_text)  # fmt: skip
+                fresh = to_response(model, messages, BOOKING, decision)
+                assert given.usage == fresh.usage
+                assert given.choices[0].message == fresh.choices[0].message

@@ -194,6 +194,30 @@ def test_c2_a_tool_in_both_explicit_lists_is_a_startup_error_naming_it():  # C2
         classify_tools([tool("get_booking")], config)
 
 
+def test_c2_the_startup_error_comes_again_for_the_same_list_and_flags():  # C2
+    # A listed tool's classification is kept for the next session with the same flags (issue
+    # 24); a list the flags refuse is refused every time, nothing of it kept.
+    config = ClassifierConfig(write_globs=("*_booking",), read_globs=("get_*",))
+    for _ in range(2):
+        with pytest.raises(ConfigError, match='"get_booking"'):
+            classify_tools([tool("get_booking")], config)
+
+
+def test_a_kept_classification_is_the_one_the_tool_and_flags_give():
+    listed = [
+        tool("create_booking", properties={"idempotency_key": {"type": "string"}}),
+        tool("get_booking", {"readOnlyHint": True}),
+        tool("frobnicate"),
+    ]
+    for config in (DEFAULT, ClassifierConfig(write_globs=("frob*",)), DEFAULT):
+        first, again = classify_tools(listed, config), classify_tools(listed, config)
+        fresh = {t["name"]: classify_tool(t, config) for t in listed}
+        assert first.tools == again.tools == fresh
+        assert [first.tools[n].key_plan for n in fresh] == [fresh[n].key_plan for n in fresh]
+    changed = [tool("create_booking", {"readOnlyHint": True})]  # same name, other listing
+    assert classify_tools(changed, DEFAULT).tools["create_booking"].tool_class == "unclassified"
+
+
 @pytest.mark.parametrize(
     ("config", "name", "cls", "reason"),
     [
