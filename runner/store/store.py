@@ -210,6 +210,7 @@ class Store:
                         f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM _batch_ids)"
                     )
             # Each registered table and each statement costs ~0.5-1 ms: only non-empty ones.
+            feed.start()
             for table in feed.tables:
                 name = f"_batch_{table}"
                 con.register(name, feed.reader(table))

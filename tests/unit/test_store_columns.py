@@ -3,6 +3,7 @@ redacted run records' fields, for one run or many at once, secrets and odd value
 
 from __future__ import annotations
 
+import sys
 import threading
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -161,6 +162,7 @@ def test_r5_v3_slices_converted_beside_the_insert_store_the_same_rows_in_order(
 ):
     records = odd_runs() + [make_run(f"run-{i}") for i in range(5, 12)]
     redactor = Redactor([SECRET])
+    interval = sys.getswitchinterval()
     with Store.open(tmp_path / "runs.duckdb", redactor=Redactor([SECRET])) as store:
         store.save_runs(records)
         in_order = [
@@ -171,6 +173,7 @@ def test_r5_v3_slices_converted_beside_the_insert_store_the_same_rows_in_order(
     assert stored_tables(tmp_path / "runs.duckdb") == want
     assert in_order == [r.run_id for r in records]  # the table keeps the batch's order
     assert not _converters()
+    assert sys.getswitchinterval() == interval  # set back after the fast switching
 
 
 @pytest.mark.parametrize("where", ["first slice", "a later slice"])
@@ -180,11 +183,13 @@ def test_r5_a_value_arrow_cannot_store_on_the_converting_thread_writes_nothing(
     bad = make_run("bad").model_copy(update={"turns": 2**40})  # INTEGER column
     good = [make_run(f"good-{i}") for i in range(7)]
     batch = [bad, *good] if where == "first slice" else [*good, bad]
+    interval = sys.getswitchinterval()
     with Store.open(tmp_path / "runs.duckdb") as store:
         with pytest.raises(StoreError, match="cannot save runs"):
             store.save_runs(batch)
         assert store.count("runs") == 0
         assert not _converters()
+        assert sys.getswitchinterval() == interval
         store.save_runs(good)  # the connection is usable after the rollback
         assert store.count("runs") == 7
 
@@ -195,6 +200,7 @@ def test_r5_a_row_duckdb_refuses_in_a_later_slice_leaves_nothing_half_written(
     bad_entry = TranscriptEntry.model_construct(idx=0, role="user", content=None)  # NOT NULL
     runs = [make_run(f"r{i}") for i in range(6)]
     runs[5] = runs[5].model_copy(update={"transcript": [bad_entry]})
+    interval = sys.getswitchinterval()
     with Store.open(tmp_path / "runs.duckdb") as store:
         with pytest.raises(StoreError, match="cannot save runs"):
             store.save_runs(runs)
@@ -202,6 +208,7 @@ def test_r5_a_row_duckdb_refuses_in_a_later_slice_leaves_nothing_half_written(
             ("runs", *CHILD_TABLES), 0
         )
         assert not _converters()
+        assert sys.getswitchinterval() == interval
 
 
 def test_r5_saved_at_is_now_in_utc(tmp_path):
