@@ -2,13 +2,14 @@
 
 `RunBatch.of(records)` builds the same columns for one run or for 100,000: each stored
 column is one Python list, read from the records' fields once, redacted as a column (V3,
-`Redactor.column`) and turned into one Arrow array for DuckDB's bulk insert. The columns and
-their types come from `runner.store.schema` (derived from the records).
+`Redactor.column`) and turned into Arrow record batches of a few thousand rows for DuckDB's
+bulk insert (`runner.store.feed`). The columns and their types come from
+`runner.store.schema` (derived from the records).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from runner.records import RunRecord
-from runner.store.schema import CHILD_TABLES, RUNS, ChildTable, ColumnSpec, TableSpec
+from runner.store.schema import CHILD_TABLES, RUNS, ChildTable, ColumnSpec
 
 _TS = pa.timestamp("us")
 # The C library's allocator for the batch's Arrow arrays (N2): with pyarrow's default
@@ -26,6 +27,7 @@ _TS = pa.timestamp("us")
 _POOL = pa.system_memory_pool()
 
 Columns = dict[str, list[Any]]  # column name -> its values, one per row
+_CHILD_SPECS = {child.name: child.spec for child in CHILD_TABLES}
 
 
 def utc_naive(moment: datetime) -> datetime:
@@ -83,22 +85,41 @@ class RunBatch:
     def __len__(self) -> int:
         return len(self.run_ids)
 
-    def arrow(self, saved_at: datetime) -> dict[str, pa.Table]:
-        """One Arrow table per store table (empty tables included), `saved_at` on every run."""
-        runs = _arrow(RUNS, self.tables["runs"])
-        stamp = pa.repeat(pa.scalar(utc_naive(saved_at), type=_TS), len(self), memory_pool=_POOL)
-        tables = {"runs": runs.append_column("saved_at", stamp)}
-        for child in CHILD_TABLES:
-            tables[child.name] = _arrow(child.spec, self.tables[child.name])
-        return tables
+    def rows(self, table: str) -> int:
+        """How many rows one of the batch's tables holds."""
+        return len(self.tables[table]["run_id"])
+
+    def arrow_schema(self, table: str) -> pa.Schema:
+        """The Arrow schema of one table's record batches (`saved_at` last on the runs)."""
+        fields = [pa.field(c.name, c.arrow) for c in _stored(table, self.tables[table])]
+        if table == "runs":
+            fields.append(pa.field("saved_at", _TS))
+        return pa.schema(fields)
+
+    def arrow_slices(
+        self, table: str, saved_at: datetime, size: int, run_ids: pa.Array | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """One table's rows as Arrow record batches of at most `size` rows, in order, with
+        `saved_at` on every run; `run_ids` is the runs' `run_id` column already converted."""
+        columns = self.tables[table]
+        specs = _stored(table, columns)
+        schema = self.arrow_schema(table)
+        stamp = pa.scalar(utc_naive(saved_at), type=_TS)
+        total = self.rows(table)
+        for start in range(0, total, size):
+            end = min(start + size, total)
+            # Arrow turns aware datetimes into UTC for a zone-less timestamp type.
+            arrays = [
+                run_ids.slice(start, end - start)
+                if run_ids is not None and table == "runs" and c.name == "run_id"
+                else pa.array(columns[c.name][start:end], type=c.arrow, memory_pool=_POOL)
+                for c in specs
+            ]
+            if table == "runs":
+                arrays.append(pa.repeat(stamp, end - start, memory_pool=_POOL))
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _arrow(spec: TableSpec, columns: Columns) -> pa.Table:
-    # Arrow turns aware datetimes into UTC for a zone-less timestamp type.
-    return pa.table(
-        {
-            c.name: pa.array(columns[c.name], type=c.arrow, memory_pool=_POOL)
-            for c in spec.columns
-            if c.name in columns
-        }
-    )
+def _stored(table: str, columns: Columns) -> list[ColumnSpec]:
+    spec = RUNS if table == "runs" else _CHILD_SPECS[table]
+    return [c for c in spec.columns if c.name in columns]

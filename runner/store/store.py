@@ -17,6 +17,7 @@ from runner.records import RunRecord
 from runner.redact import Redactor
 from runner.store import migrations, opening, schema
 from runner.store.errors import StoreError, first_line
+from runner.store.feed import Feed
 from runner.store.rows import RunBatch, utc_naive
 
 DEFAULT_PATH = Path("reports/runs.duckdb")
@@ -25,6 +26,7 @@ CHILD_TABLES = tuple(child.name for child in schema.CHILD_TABLES)
 _CHILD_SPECS = {child.name: child.spec for child in schema.CHILD_TABLES}
 
 Experiments = str | Sequence[str] | None
+_LOOKUPS = 100  # up to this many run ids, a batch asks for its stored runs by index look-ups
 
 
 def _experiment_filter(experiment: Experiments, column: str = "experiment") -> tuple[str, list]:
@@ -182,51 +184,65 @@ class Store:
                     columns[column.name] = list(map(clean.__getitem__, values))
                 else:
                     columns[column.name] = self.redactor.column(values)
+        self._write(batch, datetime.now(UTC))
+
+    def _write(self, batch: RunBatch, saved_at: datetime) -> None:
+        con = self._con
         try:
-            tables = batch.arrow(datetime.now(UTC))
+            feed = Feed(batch, saved_at, ("runs", *CHILD_TABLES))
         except (pa.ArrowException, OverflowError) as err:
             raise StoreError(f"cannot save runs to {self.path}: {first_line(err)}") from err
-        self._write(tables)
-
-    def _write(self, tables: dict[str, pa.Table]) -> None:
-        con = self._con
-        run_ids = tables["runs"].column("run_id").to_pylist()
-        # Each registered table and each statement costs ~0.5-1 ms: only non-empty ones.
-        filled = {table: arrow for table, arrow in tables.items() if arrow.num_rows}
-        names = {table: f"_batch_{table}" for table in filled}
+        registered: list[str] = []
         con.begin()
         try:
-            for table, arrow in filled.items():
-                con.register(names[table], arrow)
+            ids = pa.table({"run_id": feed.run_ids})
+            if len(batch) > _LOOKUPS:
+                con.register("_batch_ids", ids)
+                registered.append("_batch_ids")
             # Child tables have no index, so a DELETE scans them: skip it in the usual case
             # of runs that are not stored yet.
-            if self._stored_count(run_ids, names["runs"]):
+            if self._stored_count(batch.run_ids):
+                if not registered:
+                    con.register("_batch_ids", ids)
+                    registered.append("_batch_ids")
                 for table in ("runs", *CHILD_TABLES):
                     con.execute(
-                        f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM {names['runs']})"
+                        f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM _batch_ids)"
                     )
-            for table in ("runs", *CHILD_TABLES):
-                if table in filled:
-                    con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {names[table]}")
+            # Each registered table and each statement costs ~0.5-1 ms: only non-empty ones.
+            feed.start()
+            for table in feed.tables:
+                name = f"_batch_{table}"
+                con.register(name, feed.reader(table))
+                registered.append(name)
+                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {name}")
             con.commit()
-        except duckdb.Error as err:
-            con.rollback()
-            raise StoreError(f"cannot save runs to {self.path}: {first_line(err)}") from err
-        except BaseException:
+        except BaseException as err:
             # BaseException on purpose: after a KeyboardInterrupt mid-batch no open transaction
             # may remain for a later commit to half-apply.
             con.rollback()
+            feed.close()
+            failed = feed.error  # a value Arrow cannot hold, met on the converting thread
+            if isinstance(failed, (pa.ArrowException, OverflowError)):
+                raise StoreError(f"cannot save runs to {self.path}: {first_line(failed)}") from (
+                    failed
+                )
+            if failed is not None:
+                raise failed from err
+            if isinstance(err, duckdb.Error):
+                raise StoreError(f"cannot save runs to {self.path}: {first_line(err)}") from err
             raise
         finally:
-            for name in names.values():
+            feed.close()
+            for name in registered:
                 con.unregister(name)
 
-    def _stored_count(self, run_ids: list[str], batch_view: str) -> int:
-        if len(run_ids) <= 100:  # a small batch (group commit): index look-ups, no join
+    def _stored_count(self, run_ids: list[str]) -> int:
+        if len(run_ids) <= _LOOKUPS:  # a small batch (group commit): index look-ups, no join
             marks = ", ".join("?" for _ in run_ids)
             sql, params = f"SELECT count(*) FROM runs WHERE run_id IN ({marks})", run_ids
         else:
-            sql = f"SELECT count(*) FROM runs WHERE run_id IN (SELECT run_id FROM {batch_view})"
+            sql = "SELECT count(*) FROM runs WHERE run_id IN (SELECT run_id FROM _batch_ids)"
             params = []
         return int(self._con.execute(sql, params).fetchall()[0][0])
 

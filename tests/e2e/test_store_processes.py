@@ -84,3 +84,47 @@ def test_a_killed_writer_loses_at_most_the_run_in_flight(tmp_path):  # R5
         counts = child_counts(store)
         assert counts["transcripts"] == 3 * counts["runs"]
         assert counts["operations"] == counts["runs"] == counts["patches"]
+
+
+_BATCH_WRITER = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {root!r})
+    from runner.store import Store, feed, opening
+    from tests.support.records import make_run
+    # Small row groups and slices: DuckDB writes row groups to the file during the INSERT
+    # (before the commit) and the helper thread converts, as for the bench's 100,000 runs.
+    opening.ROW_GROUP_ROWS, feed.SLICE_ROWS = 2048, 1000
+    store = Store.open(sys.argv[1])
+    first = [make_run(f"a{{i:05d}}") for i in range(12_000)]
+    second = [make_run(f"b{{i:05d}}") for i in range(12_000)]
+    store.save_runs(first)
+    print("committed", flush=True)
+    store.save_runs(second)
+    print("second committed", flush=True)
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_large_batch_committed_before_a_kill_is_whole_after_it(tmp_path):  # R5, N2
+    script = tmp_path / "writer.py"
+    script.write_text(_BATCH_WRITER.format(root=str(ROOT)))
+    db = tmp_path / "runs.duckdb"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(db)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "committed"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)  # the second batch in flight, or just committed
+        proc.wait()
+    with Store.open(db) as store:
+        stored = store.finished_run_ids("exp")
+        first = {f"a{i:05d}" for i in range(12_000)}
+        second = {f"b{i:05d}" for i in range(12_000)}
+        assert stored in (first, first | second)  # each batch whole or absent
+        counts = child_counts(store)
+        assert counts["transcripts"] == 3 * counts["runs"]
+        assert counts["operations"] == counts["runs"] == counts["patches"]

@@ -212,6 +212,10 @@ def test_v8_every_store_connection_is_hardened_and_locked(tmp_path: Path) -> Non
                 con.execute("SET enable_external_access = true")
             with pytest.raises(duckdb.Error):
                 con.execute("SELECT * FROM read_text('/etc/hostname')")
+            # A writer attaches its file itself (opening.py), then no other.
+            with pytest.raises(duckdb.Error):
+                con.execute(f"ATTACH '{tmp_path / 'other.duckdb'}' AS other")
+            assert not (tmp_path / "other.duckdb").exists()
 
 
 def test_v8_report_on_an_unrelated_database_refuses_and_leaves_it_byte_identical(

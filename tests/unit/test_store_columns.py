@@ -3,6 +3,8 @@ redacted run records' fields, for one run or many at once, secrets and odd value
 
 from __future__ import annotations
 
+import sys
+import threading
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -10,7 +12,7 @@ import pytest
 
 from runner.records import FindingRow, RunRecord, TranscriptEntry
 from runner.redact import REDACTED, Redactor
-from runner.store import CHILD_TABLES, RunBatch, Store, StoreError
+from runner.store import CHILD_TABLES, RunBatch, Store, StoreError, feed
 from runner.store.rows import utc_naive
 from runner.store.schema import CHILD_TABLES as CHILD_SPECS
 from runner.store.schema import RUNS
@@ -143,6 +145,70 @@ def test_r5_a_value_arrow_cannot_store_is_one_store_error_and_nothing_is_written
         with pytest.raises(StoreError, match="cannot save runs"):
             store.save_runs([make_run("good"), bad])
         assert store.count("runs") == 0
+
+
+def _converters() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "store-arrow"]
+
+
+@pytest.fixture
+def small_slices(monkeypatch):
+    """Slices of two rows: a batch of a few runs goes through the converting thread (N2)."""
+    monkeypatch.setattr(feed, "SLICE_ROWS", 2)
+
+
+def test_r5_v3_slices_converted_beside_the_insert_store_the_same_rows_in_order(
+    tmp_path, small_slices
+):
+    records = odd_runs() + [make_run(f"run-{i}") for i in range(5, 12)]
+    redactor = Redactor([SECRET])
+    interval = sys.getswitchinterval()
+    with Store.open(tmp_path / "runs.duckdb", redactor=Redactor([SECRET])) as store:
+        store.save_runs(records)
+        in_order = [
+            row[0] for row in store.connection.execute("SELECT run_id FROM runs").fetchall()
+        ]
+        store.save_runs(records[3:7])  # re-saving replaces, through the same path
+    want = {t: sorted(rows, key=repr) for t, rows in expected_tables(records, redactor).items()}
+    assert stored_tables(tmp_path / "runs.duckdb") == want
+    assert in_order == [r.run_id for r in records]  # the table keeps the batch's order
+    assert not _converters()
+    assert sys.getswitchinterval() == interval  # set back after the fast switching
+
+
+@pytest.mark.parametrize("where", ["first slice", "a later slice"])
+def test_r5_a_value_arrow_cannot_store_on_the_converting_thread_writes_nothing(
+    tmp_path, small_slices, where
+):
+    bad = make_run("bad").model_copy(update={"turns": 2**40})  # INTEGER column
+    good = [make_run(f"good-{i}") for i in range(7)]
+    batch = [bad, *good] if where == "first slice" else [*good, bad]
+    interval = sys.getswitchinterval()
+    with Store.open(tmp_path / "runs.duckdb") as store:
+        with pytest.raises(StoreError, match="cannot save runs"):
+            store.save_runs(batch)
+        assert store.count("runs") == 0
+        assert not _converters()
+        assert sys.getswitchinterval() == interval
+        store.save_runs(good)  # the connection is usable after the rollback
+        assert store.count("runs") == 7
+
+
+def test_r5_a_row_duckdb_refuses_in_a_later_slice_leaves_nothing_half_written(
+    tmp_path, small_slices
+):
+    bad_entry = TranscriptEntry.model_construct(idx=0, role="user", content=None)  # NOT NULL
+    runs = [make_run(f"r{i}") for i in range(6)]
+    runs[5] = runs[5].model_copy(update={"transcript": [bad_entry]})
+    interval = sys.getswitchinterval()
+    with Store.open(tmp_path / "runs.duckdb") as store:
+        with pytest.raises(StoreError, match="cannot save runs"):
+            store.save_runs(runs)
+        assert {t: store.count(t) for t in ("runs", *CHILD_TABLES)} == dict.fromkeys(
+            ("runs", *CHILD_TABLES), 0
+        )
+        assert not _converters()
+        assert sys.getswitchinterval() == interval
 
 
 def test_r5_saved_at_is_now_in_utc(tmp_path):
