@@ -160,7 +160,10 @@ def _connect(path: Path, shown: Path, read_only: bool) -> duckdb.DuckDBPyConnect
 
 def _attached(path: Path) -> duckdb.DuckDBPyConnection:
     """A writer: the file attached with ROW_GROUP_ROWS, then hardened as HARDENED says."""
-    con = duckdb.connect(":memory:", config=_WRITER_START)
+    # A database in memory would spill to `.tmp` in the working folder; a file's own is
+    # beside it, as when the file is opened directly.
+    spill = {"temp_directory": f"{path.absolute()}.tmp"}
+    con = duckdb.connect(":memory:", config={**_WRITER_START, **spill})
     try:
         quoted = str(path.absolute()).replace("'", "''")
         con.execute(f"ATTACH '{quoted}' AS store (ROW_GROUP_SIZE {ROW_GROUP_ROWS})")

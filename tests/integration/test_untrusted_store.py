@@ -334,3 +334,13 @@ def test_v8_a_sqlite_input_makes_duckdb_install_no_extension(tmp_path: Path) -> 
     assert list(home.iterdir()) == []  # no ~/.duckdb: no install was tried
     assert not (tmp_path / "out.duckdb").exists()
     assert os.path.getsize(tmp_path / "runs.sqlite") > 0
+
+
+def test_v8_a_writer_spills_beside_its_file_never_into_the_working_folder(tmp_path: Path) -> None:
+    # V8/N2: a writer is a database in memory with its file attached (opening.py); DuckDB's
+    # default spill folder for one is `.tmp` in the working folder, a file's own is beside it.
+    path = make_store(tmp_path / "store.duckdb", ["r1"])
+    for read_only in (True, False):
+        with Store.open(path, read_only=read_only) as store:
+            spill = store.connection.execute("SELECT current_setting('temp_directory')")
+            assert spill.fetchall() == [(f"{path.absolute()}.tmp",)]
