@@ -6,7 +6,8 @@ again) and prints its peak resident set size (VmHWM from /proc) before and after
 and 6,000 distinct writes: what the session keeps per write is their difference over 4,000.
 
 Measured on the development machine (2 cores, load 10-13 from other work): peak growth 1.0 MB
-at 2,000 writes and 4.1-4.4 MB at 6,000, 0.77-0.81 KB per write, since the judge packs each
+at 2,000 writes and 4.1-4.4 MB at 6,000 (2.3-2.4 and 5.4-5.6 MB with __pycache__ warm, as in
+`make test`: stop 30, Intel host), 0.77-0.81 KB per write, since the judge packs each
 settled operation into bytes (every attempt answered and certain, no key, no spelling pair, not
 a J9/J10 candidate) and keeps no report bytes of its own, and the report's settled chunks are
 kept as their joined bytes alone (issue 24); 1.42 KB before the packing, 1.97 KB before the
@@ -24,7 +25,12 @@ import sys
 import pytest
 
 PER_WRITE_KB = 0.95  # measured 0.77-0.81 KB: a 17 % margin (1.42 KB without packing fails it)
-PEAK_GROWTH_MB = 5.5  # at 6,000 writes: measured 4.1-4.4 MB over the session's start
+# At 6,000 writes, over the session's start: 5.4-5.6 MB measured with the sources compiled
+# beforehand, as `make test` does (compileall); 4.0-4.4 MB when the process compiles them
+# itself, whose freed memory the session then reuses. 5.5 was set on the latter and failed
+# one fresh-clone CI with 5.57 (stop 30); the per-write bound below is the one that pins
+# what a write keeps.
+PEAK_GROWTH_MB = 6.5
 
 SCRIPT = r"""
 import re, sys
