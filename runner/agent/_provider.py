@@ -128,11 +128,10 @@ def to_response(
     else:
         message, finish = {"role": "assistant", "content": decision.text}, "stop"
     if tools_text is None:
-        prompt_text = json.dumps([list(messages), tools], default=str, ensure_ascii=False)
-        prompt = _tokens(prompt_text)
-    else:  # the same length: `[`, the messages, `, `, the tools, `]`
-        text = json.dumps(list(messages), default=str, ensure_ascii=False)
-        prompt = max(1, (len(text) + len(tools_text) + 4) // 4)
+        tools_text = json.dumps(tools, default=str, ensure_ascii=False)
+    # The text of json.dumps([messages, tools]), the tools' part not made twice.
+    messages_text = json.dumps(list(messages), default=str, ensure_ascii=False)
+    prompt = _tokens(f"[{messages_text}, {tools_text}]")
     completion = _tokens(json.dumps(message, ensure_ascii=False))
     response = litellm.ModelResponse(
         model=f"scripted/{model}",
