@@ -876,3 +876,34 @@ def test_o4_without_an_atomic_exchange_the_report_is_renamed_over(tmp_path, monk
     assert json.loads((tmp_path / "report.json").read_text()) == {"n": 2}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.json.lock"]
     report.release()
+
+
+async def test_x7_an_oversize_line_to_an_in_process_sdk_ends_its_session_with_the_reason():
+    # X7 in process: the SDK's read stream raises MessageTooLarge from its own receive loop (no
+    # pump task sits between); the client's session must end with that reason, not hang on an
+    # answer that never comes. The 5 s bound only turns a hang into a failure.
+    from mcp import ClientSession
+
+    from harness.wire.fdlines import MessageTooLarge
+
+    inbound, outbound = MemoryPipe(max_bytes=1000), MemoryPipe(max_bytes=1000)
+
+    async def server_with_an_oversize_answer() -> None:
+        request = json.loads(await outbound.read_line())
+        info = {"name": "x" * 3000, "version": "1"}
+        answer = {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": info}
+        reply = {"jsonrpc": "2.0", "id": request["id"], "result": answer}
+        await inbound.write_line(json.dumps(reply).encode())
+
+    def leaves(group: BaseException) -> list[BaseException]:
+        inner = getattr(group, "exceptions", None)
+        return [leaf for e in inner for leaf in leaves(e)] if inner else [group]
+
+    with pytest.raises(BaseExceptionGroup) as raised:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server_with_an_oversize_answer)
+            with anyio.fail_after(5):
+                async with mcp_streams(inbound, outbound) as (read, write):
+                    async with ClientSession(read, write) as client:
+                        await client.initialize()
+    assert any(isinstance(leaf, MessageTooLarge) for leaf in leaves(raised.value))
