@@ -35,8 +35,8 @@ from runner.execute.connect import (
     Connection,
     ProxyTarget,
     proxy_argv,
+    proxy_config_in,
     served_over_http,
-    upstream_argv,
 )
 from runner.execute.workdirs import run_workdir
 from runner.matrix import RunCell
@@ -219,15 +219,8 @@ async def _proxy_for(
     proxy runs (the runner's child) until the block ends, then gets SIGTERM and writes its
     final report."""
     report, events = workdir / "report.json", workdir / "events.jsonl"
-    config = dataclasses.replace(target.proxy_config(report, events), upstream_env={})
     async with contextlib.AsyncExitStack() as stack:
-        if target.serve_over_http is not None:
-            url = await stack.enter_async_context(
-                served_over_http(await upstream_argv(target), workdir / "upstream.stderr")
-            )
-            config = dataclasses.replace(
-                config, upstream_command=None, upstream_args=(), upstream_url=url
-            )
+        config = await proxy_config_in(stack, target, report, events, workdir)
         if target.agent_over_http:
             argv = await proxy_argv(target, dataclasses.replace(config, listen=("127.0.0.1", 0)))
             env = {**os.environ, **target.upstream_env}

@@ -133,16 +133,7 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
     )
     sent: dict[str, str | None] = {}
     async with contextlib.AsyncExitStack() as stack:
-        # The upstream's env goes in through the proxy's own environment (which the upstream
-        # inherits, X2), not its command line: any local user can read a command line (V3).
-        config = dataclasses.replace(target.proxy_config(report, events), upstream_env={})
-        if target.serve_over_http is not None:
-            url = await stack.enter_async_context(
-                served_over_http(await upstream_argv(target), workdir / "upstream.stderr")
-            )
-            config = dataclasses.replace(
-                config, upstream_command=None, upstream_args=(), upstream_url=url
-            )
+        config = await proxy_config_in(stack, target, report, events, workdir)
         env = {**os.environ, **target.upstream_env}
         if target.agent_over_http:
             read, write = await stack.enter_async_context(
@@ -164,6 +155,26 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
         session = await stack.enter_async_context(ClientSession(read, CallTap(write, sent)))
         await session.initialize()
         yield Connection(session, report, events, stderr_path, sent_calls=sent)
+
+
+async def proxy_config_in(
+    stack: contextlib.AsyncExitStack,
+    target: ProxyTarget,
+    report: Path,
+    events: Path,
+    workdir: Path,
+) -> ProxyConfig:
+    """The proxy's config for a run: a built-in upstream served over HTTP is started in `stack`
+    first and the proxy pointed at its URL. The upstream's env goes in through the proxy's own
+    environment (which the upstream inherits, X2), not its command line: any local user can
+    read a command line (V3)."""
+    config = dataclasses.replace(target.proxy_config(report, events), upstream_env={})
+    if target.serve_over_http is None:
+        return config
+    url = await stack.enter_async_context(
+        served_over_http(await upstream_argv(target), workdir / "upstream.stderr")
+    )
+    return dataclasses.replace(config, upstream_command=None, upstream_args=(), upstream_url=url)
 
 
 async def proxy_argv(target: ProxyTarget, config: ProxyConfig) -> list[str]:
