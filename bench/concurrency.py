@@ -154,10 +154,12 @@ def start_model(delay: float) -> tuple[subprocess.Popen, str]:
     return model, found.group(1)
 
 
-def steady_rate(db: Path) -> tuple[int, int, float]:
+def steady_rate(db: Path) -> tuple[int, int, float, float]:
     """Runs stored, runs that ended in an error, and runs per hour once the first run ended:
     the runs started after that moment over the time from it to the last finish (the first
-    wave also pays litellm's first call, which loads its OpenAI client)."""
+    wave also pays litellm's first call, which loads its OpenAI client); and the mean time
+    from start to finish of those runs (with N always in flight, runs per second are at most
+    N / that time: how much of the ratio the runs' own slowness takes, apart from the ramps)."""
     import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
@@ -167,12 +169,15 @@ def steady_rate(db: Path) -> tuple[int, int, float]:
             "max(finished_at) FROM runs"
         ).fetchone()
         later = con.execute(
-            "SELECT count(*) FROM runs WHERE started_at >= ?", [first_end]
+            "SELECT count(*), avg(epoch(finished_at) - epoch(started_at)) FROM runs "
+            "WHERE started_at >= ?",
+            [first_end],
         ).fetchone()
     finally:
         con.close()
     span = (last_end - first_end).total_seconds() if n else 0.0
-    return int(n), int(errors), later[0] / span * 3600 if span > 0 else float("nan")
+    rate = later[0] / span * 3600 if span > 0 else float("nan")
+    return int(n), int(errors), rate, float(later[1] or "nan")
 
 
 def _children_cpu_s() -> float:
@@ -268,7 +273,13 @@ def one(mode: str, n: int, args: argparse.Namespace, folder: Path, notes: list[s
         mode = f"{mode}, {shards} shards"
     whole = stored / wall * 3600
     by_process = cpu_by_process(peak, [proc.pid for proc in procs], url_model.pid, model_cpu)
-    notes.append(f"{mode}, N = {n}: {wall:.1f} s; CPU by process (s): {by_process}")
+    took = sum(r[3] for r in rates) / len(rates)
+    notes.append(
+        f"{mode}, N = {n}: {wall:.1f} s; a run took {took:.2f} s on average once the first "
+        f"ended ({CALLS_PER_RUN * args.delay:g} s of model time: at most "
+        f"{CALLS_PER_RUN * args.delay / took:.2f} of the ideal with N always in flight); "
+        f"CPU by process (s): {by_process}"
+    )
     return (
         f"| {mode} | {n} | {stored} ({errors} errors, exit {code}) | {per_hour:,.0f} "
         f"({whole:,.0f} with start-up) | {ideal:,.0f} | {per_hour / ideal:.2f} | "
