@@ -1,6 +1,8 @@
-"""The worker pool's pure parts (SPEC G3): how many processes."""
+"""The worker pool without its processes (SPEC G3): how many, and which worker a run goes to."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pytest
 
@@ -27,6 +29,17 @@ class _Writer:
         self.frames.append(data)
 
 
+async def _until(condition: Callable[[], bool], rounds: int = 1000) -> None:
+    """Let the loop run the other tasks until `condition` holds (a bounded number of rounds)."""
+    import asyncio
+
+    for _ in range(rounds):
+        if condition():
+            return
+        await asyncio.sleep(0)  # one round of the loop, not a wait for time to pass
+    raise AssertionError(f"not reached in {rounds} rounds of the loop")
+
+
 @pytest.mark.anyio
 async def test_g3_runs_sent_before_the_workers_start_are_spread_over_them() -> None:
     # A sweep's first wave is sent before any worker has said hello: the runs waiting for a
@@ -48,12 +61,11 @@ async def test_g3_runs_sent_before_the_workers_start_are_spread_over_them() -> N
         worker.writer = _Writer()  # type: ignore[assignment]
     try:
         calls = [asyncio.create_task(pool_(cell, spec, None, "always")) for _ in range(10)]
-        while sum(w.starting for w in pool_._workers) < len(calls):
-            await asyncio.sleep(0)  # each call picks its worker, then waits for it to start
+        # each call picks its worker, then waits for it to start
+        await _until(lambda: sum(w.starting for w in pool_._workers) == len(calls))
         for worker in pool_._workers:
             worker.ready.set()
-        while sum(len(w.jobs) for w in pool_._workers) < len(calls):
-            await asyncio.sleep(0)
+        await _until(lambda: sum(len(w.jobs) for w in pool_._workers) == len(calls))
         assert [len(w.jobs) for w in pool_._workers] == [5, 5]
         assert [w.starting for w in pool_._workers] == [0, 0]
         for worker in pool_._workers:
