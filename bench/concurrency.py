@@ -37,7 +37,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -102,17 +102,34 @@ def fds(pid: int) -> int:
         return 0
 
 
+def cpu_ticks(pid: int) -> tuple[int, int] | None:
+    """(parent pid, user + system clock ticks) of a process, from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[1]), int(fields[11]) + int(fields[12])
+
+
 @dataclass
 class Peak:
     rss_kb: int = 0
     fds: int = 0
     processes: int = 0
     over_cap: bool = False
+    # the last CPU seen of each process (parent pid, ticks), the runner's tree and the endpoint
+    cpu: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
-def watch(procs: list[subprocess.Popen], peak: Peak, cap_kb: int, stop: threading.Event) -> None:
+def watch(
+    procs: list[subprocess.Popen], peak: Peak, cap_kb: int, stop: threading.Event,
+    extra: tuple[int, ...] = (),
+) -> None:  # fmt: skip
     while not stop.wait(0.2):
         pids = [pid for proc in procs for pid in tree(proc.pid)]
+        for pid in [*pids, *extra]:
+            if (seen := cpu_ticks(pid)) is not None:
+                peak.cpu[pid] = seen
         rss = sum(rss_kb(p) for p in pids)
         peak.rss_kb = max(peak.rss_kb, rss)
         peak.fds = max(peak.fds, sum(fds(p) for p in pids))
@@ -137,10 +154,12 @@ def start_model(delay: float) -> tuple[subprocess.Popen, str]:
     return model, found.group(1)
 
 
-def steady_rate(db: Path) -> tuple[int, int, float]:
+def steady_rate(db: Path) -> tuple[int, int, float, float]:
     """Runs stored, runs that ended in an error, and runs per hour once the first run ended:
     the runs started after that moment over the time from it to the last finish (the first
-    wave also pays litellm's first call, which loads its OpenAI client)."""
+    wave also pays litellm's first call, which loads its OpenAI client); and the mean time
+    from start to finish of those runs (with N always in flight, runs per second are at most
+    N / that time: how much of the ratio the runs' own slowness takes, apart from the ramps)."""
     import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
@@ -150,12 +169,15 @@ def steady_rate(db: Path) -> tuple[int, int, float]:
             "max(finished_at) FROM runs"
         ).fetchone()
         later = con.execute(
-            "SELECT count(*) FROM runs WHERE started_at >= ?", [first_end]
+            "SELECT count(*), avg(epoch(finished_at) - epoch(started_at)) FROM runs "
+            "WHERE started_at >= ?",
+            [first_end],
         ).fetchone()
     finally:
         con.close()
     span = (last_end - first_end).total_seconds() if n else 0.0
-    return int(n), int(errors), later[0] / span * 3600 if span > 0 else float("nan")
+    rate = later[0] / span * 3600 if span > 0 else float("nan")
+    return int(n), int(errors), rate, float(later[1] or "nan")
 
 
 def _children_cpu_s() -> float:
@@ -164,7 +186,33 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def one(mode: str, n: int, args: argparse.Namespace, folder: Path) -> str:
+def cpu_by_process(
+    peak: Peak, roots: list[int], model: int, model_cpu: tuple[int, int] | None
+) -> str:
+    """The CPU seconds of each process by its place in the tree (as last seen, every 0.2 s):
+    the runner, what it started (the fork server), their children (the workers)..., and the
+    model endpoint's (which competes for the same cores, though a remote model would not)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    depth = {pid: 0 for pid in roots}
+    for _ in range(4):
+        for pid, (ppid, _ticks) in peak.cpu.items():
+            if ppid in depth and pid not in depth:
+                depth[pid] = depth[ppid] + 1
+    names = {0: "runner", 1: "fork server", 2: "workers"}
+    parts: dict[str, list[float]] = {}
+    for pid, level in sorted(depth.items(), key=lambda item: item[1]):
+        if pid in peak.cpu:
+            parts.setdefault(names.get(level, f"depth {level}"), []).append(peak.cpu[pid][1] / tick)
+    parts["model endpoint"] = [(model_cpu or peak.cpu.get(model, (0, 0)))[1] / tick]
+    return "; ".join(
+        f"{name} {' + '.join(f'{s:.2f}' for s in sorted(values, reverse=True)[:4])}"
+        + (f" (+{len(values) - 4} more: {sum(sorted(values, reverse=True)[4:]):.2f})"
+           if len(values) > 4 else "")
+        for name, values in parts.items()
+    )  # fmt: skip
+
+
+def one(mode: str, n: int, args: argparse.Namespace, folder: Path, notes: list[str]) -> str:
     runs = n * args.runs_per_slot
     url_model, url = start_model(args.delay)
     try:
@@ -197,7 +245,8 @@ def one(mode: str, n: int, args: argparse.Namespace, folder: Path) -> str:
             )
             dbs.append(db)
         watcher = threading.Thread(
-            target=watch, args=(procs, peak, int(args.max_rss_gb * 1024 * 1024), stop)
+            target=watch,
+            args=(procs, peak, int(args.max_rss_gb * 1024 * 1024), stop, (url_model.pid,)),
         )
         watcher.start()
         code = max(proc.wait() for proc in procs)
@@ -205,6 +254,7 @@ def one(mode: str, n: int, args: argparse.Namespace, folder: Path) -> str:
         cpu = _children_cpu_s() - cpu_before
         stop.set()
         watcher.join()
+        model_cpu = cpu_ticks(url_model.pid)
     finally:
         url_model.terminate()
         url_model.wait()
@@ -222,6 +272,14 @@ def one(mode: str, n: int, args: argparse.Namespace, folder: Path) -> str:
     if shards > 1:
         mode = f"{mode}, {shards} shards"
     whole = stored / wall * 3600
+    by_process = cpu_by_process(peak, [proc.pid for proc in procs], url_model.pid, model_cpu)
+    took = sum(r[3] for r in rates) / len(rates)
+    notes.append(
+        f"{mode}, N = {n}: {wall:.1f} s; a run took {took:.2f} s on average once the first "
+        f"ended ({CALLS_PER_RUN * args.delay:g} s of model time: at most "
+        f"{CALLS_PER_RUN * args.delay / took:.2f} of the ideal with N always in flight); "
+        f"CPU by process (s): {by_process}"
+    )
     return (
         f"| {mode} | {n} | {stored} ({errors} errors, exit {code}) | {per_hour:,.0f} "
         f"({whole:,.0f} with start-up) | {ideal:,.0f} | {per_hour / ideal:.2f} | "
@@ -257,12 +315,15 @@ def main() -> int:
         "| peak fds | CPU per run |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
+    notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="agent-harness-conc-") as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         for mode in args.modes:
             for n in args.n:
-                print(one(mode, n, args, folder), flush=True)
+                print(one(mode, n, args, folder, notes), flush=True)
+    for note in notes:
+        print(note)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"load average {load} after")
     return 0

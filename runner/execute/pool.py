@@ -124,6 +124,7 @@ class _Worker:
         default_factory=dict
     )
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    starting: int = 0  # runs given to it that wait for it to start (not yet in `jobs`)
     spec: ExperimentSpec | None = None  # the spec sent to it (with its first run)
 
 
@@ -198,7 +199,10 @@ class ProcessPool:
         if cell.upstream.truth_probe is not None:  # T1: one worker per probed upstream
             key = f"{cell.experiment}\0{cell.upstream.name}".encode()
             return live[zlib.crc32(key) % len(live)]
-        return min(live, key=lambda w: len(w.jobs))
+        # The runs waiting for a worker to start count as its own: a sweep's first wave, sent
+        # before any worker is ready, would otherwise all go to the first (issue 24: all 200 runs
+        # of bench/concurrency.py's first wave on one worker, twice the other's CPU over the row).
+        return min(live, key=lambda w: len(w.jobs) + w.starting)
 
     async def __call__(
         self, cell: RunCell, spec: ExperimentSpec, patch_text: str | None, in_process: str | None
@@ -215,7 +219,11 @@ class ProcessPool:
                     f"no worker process left (all {self.processes} ended); "
                     "`--retry-errors` runs it again",
                 )  # fmt: skip
-            await worker.ready.wait()
+            worker.starting += 1
+            try:
+                await worker.ready.wait()
+            finally:
+                worker.starting -= 1
             if worker.alive:
                 break
         self._jobs += 1

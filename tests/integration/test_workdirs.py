@@ -88,3 +88,27 @@ def test_g3_run_sweeps_a_killed_runners_folders_and_leaves_none_of_its_own(tmp_p
     assert done.returncode == 0, done.stderr
     assert not left.exists()
     assert [p.name for p in tmp.iterdir() if p.name.startswith("agent-harness-")] == []
+
+
+@pytest.mark.anyio
+async def test_g3_a_run_in_process_removes_its_folder_before_it_returns(tmp_path, monkeypatch):
+    # The folder (ledger, report) is removed before execute_run returns, not left to the
+    # sweep or the garbage collector: 200 runs in flight keep at most 200 folders.
+    import runner.execute.run as runmod
+    from runner.execute import execute_run
+    from runner.matrix import expand
+    from runner.spec import load_spec
+
+    made: list[Path] = []
+
+    def recording_workdir(run_id: str):
+        folder = run_workdir(run_id)
+        made.append(Path(folder.name))
+        return folder
+
+    monkeypatch.setattr(runmod, "run_workdir", recording_workdir)
+    spec = load_spec(write_spec(tmp_path, "gone", models=["scripted/naive"]))
+    record = await execute_run(expand(spec)[0], spec, in_process="always")
+    assert record.status == "ok", record.error
+    assert record.report_json  # the run really used its folder
+    assert len(made) == 1 and not made[0].exists()
