@@ -198,32 +198,32 @@ async def execute_run(
     started = time.perf_counter()
     workdir_ctx = run_workdir(cell.run_id)
     workdir = Path(workdir_ctx.name)
-    target = proxy_target(cell, spec, workdir)
-    if connect is None:
-        connect = (
-            in_process_connection
-            if uses_in_process(cell, spec, in_process)
-            else subprocess_connection
-        )
-    agent = AgentResult()
-    error: str | None = None
-    connection: Connection | None = None
-    probe = cell.upstream.truth_probe
-    probed: Probed | None = None
-    async with _probe_lock(cell.experiment, cell.upstream.name, probe):
-        before = await _read_probe(probe) if probe is not None else None
-        try:
-            async with asyncio.timeout(spec.limits.run_timeout_s):
-                async with connect(target, workdir) as connection:
-                    await _converse(cell, spec, connection, patch_text, agent)
-        except TimeoutError:
-            error = f"run timed out after {spec.limits.run_timeout_s:g} s"
-        except Exception as exc:  # one run inside a batch: it becomes an error record (DESIGN)
-            error = _describe(exc, connection, workdir)
-        if probe is not None:
-            after = await _read_probe(probe)
-            probed = Probed.of(before, after)
-    try:
+    try:  # the folder is removed however the run ends, a cancelled run's too
+        target = proxy_target(cell, spec, workdir)
+        if connect is None:
+            connect = (
+                in_process_connection
+                if uses_in_process(cell, spec, in_process)
+                else subprocess_connection
+            )
+        agent = AgentResult()
+        error: str | None = None
+        connection: Connection | None = None
+        probe = cell.upstream.truth_probe
+        probed: Probed | None = None
+        async with _probe_lock(cell.experiment, cell.upstream.name, probe):
+            before = await _read_probe(probe) if probe is not None else None
+            try:
+                async with asyncio.timeout(spec.limits.run_timeout_s):
+                    async with connect(target, workdir) as connection:
+                        await _converse(cell, spec, connection, patch_text, agent)
+            except TimeoutError:
+                error = f"run timed out after {spec.limits.run_timeout_s:g} s"
+            except Exception as exc:  # one run inside a batch: it becomes an error record (DESIGN)
+                error = _describe(exc, connection, workdir)
+            if probe is not None:
+                after = await _read_probe(probe)
+                probed = Probed.of(before, after)
         left = RunLeft(cell, connection, workdir)
         record = _record(
             cell, spec, patch_text, agent, error, connection, workdir, started_at, started,

@@ -112,3 +112,38 @@ async def test_g3_a_run_in_process_removes_its_folder_before_it_returns(tmp_path
     assert record.status == "ok", record.error
     assert record.report_json  # the run really used its folder
     assert len(made) == 1 and not made[0].exists()
+
+
+@pytest.mark.anyio
+async def test_g3_a_run_cancelled_in_its_conversation_removes_its_folder(tmp_path):
+    # A run cancelled while it talks to its proxy (a stopped sweep, a run timeout from outside)
+    # still removes its folder before the cancellation reaches its caller, not when the garbage
+    # collector finds the TemporaryDirectory.
+    import asyncio
+    import contextlib
+
+    from runner.execute import execute_run
+    from runner.matrix import expand
+    from runner.spec import load_spec
+
+    entered = asyncio.Event()
+    seen: list[Path] = []
+
+    @contextlib.asynccontextmanager
+    async def connection_that_never_answers(target, workdir):
+        (workdir / "ledger.sqlite").write_text("state")  # the run's files exist
+        seen.append(workdir)
+        entered.set()
+        await asyncio.Event().wait()  # the conversation goes on until it is cancelled
+        yield  # pragma: no cover
+
+    spec = load_spec(write_spec(tmp_path, "cancelled", models=["scripted/naive"]))
+    run = asyncio.create_task(
+        execute_run(expand(spec)[0], spec, connect=connection_that_never_answers)
+    )
+    await entered.wait()
+    assert seen[0].exists()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert not seen[0].exists()
