@@ -21,7 +21,7 @@ from datetime import datetime
 
 import pyarrow as pa
 
-from runner.store.rows import RunBatch
+from runner.store.rows import Clean, RunBatch
 
 SLICE_ROWS = 8192  # the fastest of 8,192 / 16,384 / 32,768 rows per slice (0.49 / 0.52 / 0.60 s)
 
@@ -58,11 +58,13 @@ _FAILED = object()  # the conversion failed: `Feed.error` says why
 class Feed:
     """The Arrow record batches of every non-empty table of a batch, for one transaction."""
 
-    def __init__(self, batch: RunBatch, saved_at: datetime, tables: tuple[str, ...]) -> None:
+    def __init__(
+        self, batch: RunBatch, saved_at: datetime, tables: tuple[str, ...], clean: Clean
+    ) -> None:
         self._batch = batch
         self._saved_at = saved_at
+        self._clean = clean
         self.tables = tuple(table for table in tables if batch.rows(table))
-        self.run_ids = pa.array(batch.run_ids, type=pa.string())
         self.error: BaseException | None = None
         self._queues: dict[str, queue.SimpleQueue[object]] = {}
         self._converted: dict[str, list[pa.RecordBatch]] = {}
@@ -106,7 +108,7 @@ class Feed:
             _fast_switching(False)
 
     def _slices(self, table: str) -> Iterator[pa.RecordBatch]:
-        return self._batch.arrow_slices(table, self._saved_at, SLICE_ROWS, self.run_ids)
+        return self._batch.arrow_slices(table, self._saved_at, SLICE_ROWS, self._clean)
 
     def _queued(self, table: str) -> Iterator[pa.RecordBatch]:
         waiting = self._queues[table]
