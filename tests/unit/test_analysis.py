@@ -9,6 +9,7 @@ import pytest
 
 from runner.analysis import analyse, fisher_exact, wilson_interval
 from runner.analysis.cells import varying_condition_parts
+from runner.analysis.model import CELL_KEYS
 from runner.records import FindingRow, RunRecord
 from runner.store import Store
 
@@ -246,3 +247,20 @@ def test_an_empty_store_gives_an_empty_analysis(tmp_path):
     assert result.before_after == []
     assert result.overview.runs == 0
     assert result.details == []
+
+
+def test_n2_cells_keep_text_keys_in_text_order_whatever_order_the_runs_came_in(tmp_path):  # N2
+    """The aggregation groups, joins and sorts the cell keys as categoricals (N2): the cells
+    still hold text columns, sorted as text (not in the order the values were first met)."""
+    models = ["zeta", "Beta", "émile", "alpha", "beta"]
+    runs = [run(m, arm, NO_FOLLOW_UP, outcome) for m in models for arm in ("auto", "none")
+            for outcome in ("dup", "clean")]
+    with Store.open(tmp_path / "runs.duckdb") as s:
+        s.save_runs(runs)
+        result = analyse(s, now=datetime(2026, 11, 2, tzinfo=UTC))
+    assert all(result.cells.schema[key] == pl.String for key in CELL_KEYS)
+    shown = result.cells.select("model", "patch_arm").rows()
+    assert shown == [(m, arm) for m in sorted(models) for arm in ("none", "auto")]
+    assert [row.model for row in result.before_after] == sorted(models)
+    assert [d.cell_no for d in result.details] == sorted(d.cell_no for d in result.details)
+    assert [d.run["model"] for d in result.details] == [m for m in sorted(models) for _ in "abcd"]
