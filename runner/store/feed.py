@@ -1,14 +1,16 @@
-"""A batch's rows on their way to DuckDB: Arrow slices converted beside the insert (N2).
+"""A batch's rows on their way to DuckDB: Arrow slices redacted and converted beside the
+insert (N2).
 
-Turning Python lists into Arrow arrays holds the GIL; DuckDB's INSERT releases it while it
-works. So a helper thread converts the batch slice by slice, table by table in the order the
-store inserts them, while DuckDB inserts the slices already converted (it reads each table
-as an Arrow stream). On two cores the 100,000 run rows of `bench/analysis.py` reach DuckDB
-in about the time of their conversion: 0.49 s from the lists to the commit instead of 0.62
-(one-off loop, load ~1, DuckDB's default row groups). Every slice is queued until DuckDB takes it, so a batch never holds
-more Arrow memory than when it was converted in one piece. A batch of one slice per table
-(the sweep's group commits of a few runs) is converted up front on the caller's thread, as
-before: a thread would cost more than it saves there.
+Redacting Python lists and turning them into Arrow arrays holds the GIL; DuckDB's INSERT
+releases it while it works. So a helper thread redacts (the store's `clean`, V3) and converts
+the batch slice by slice, table by table in the order the store inserts them, while DuckDB
+inserts the slices already converted (it reads each table as an Arrow stream). On two cores
+the 100,000 run rows of `bench/analysis.py` reach DuckDB in about the time of their
+conversion: 0.49 s from the lists to the commit instead of 0.62 (one-off loop, load ~1,
+DuckDB's default row groups). Every slice is queued until DuckDB takes it, so a batch never
+holds more Arrow memory than when it was converted in one piece. A batch of one slice per
+table (the sweep's group commits of a few runs) is redacted and converted up front on the
+caller's thread, as before: a thread would cost more than it saves there.
 """
 
 from __future__ import annotations
