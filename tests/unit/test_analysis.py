@@ -264,3 +264,25 @@ def test_n2_cells_keep_text_keys_in_text_order_whatever_order_the_runs_came_in(t
     assert [row.model for row in result.before_after] == sorted(models)
     assert [d.cell_no for d in result.details] == sorted(d.cell_no for d in result.details)
     assert [d.run["model"] for d in result.details] == [m for m in sorted(models) for _ in "abcd"]
+
+
+def test_m2_n2_duplicate_causes_count_only_the_analysed_runs(tmp_path):  # M2 N2
+    """The causes of all experiments are read without matching them with the runs (N2): the
+    cells count only those of the runs analysed, and a duplicates row without its run (which
+    the store never writes) counts nowhere."""
+    from tests.support.records import make_run
+
+    runs = [make_run("a1"), make_run("a2"), make_run("b1", experiment="other")]
+    with Store.open(tmp_path / "runs.duckdb") as s:
+        s.save_runs(runs)
+        s.connection.execute(
+            "INSERT INTO duplicates SELECT * REPLACE ('orphan' AS run_id) FROM duplicates "
+            "WHERE run_id = 'a1'"
+        )
+        assert sorted(s.duplicate_causes().get_column("run_id")) == ["a1", "a2", "b1", "orphan"]
+        assert sorted(s.duplicate_causes("exp").get_column("run_id")) == ["a1", "a2"]
+        every = analyse(s, now=datetime(2026, 11, 2, tzinfo=UTC))
+        one = analyse(s, "exp", now=datetime(2026, 11, 2, tzinfo=UTC))
+    assert every.cells.get_column("a_total").to_list() == [3]
+    assert every.cells.get_column("a_replan").to_list() == [3]
+    assert one.cells.get_column("a_total").to_list() == [2]
