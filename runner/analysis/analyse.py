@@ -12,7 +12,7 @@ from runner.analysis import compare
 from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS, load_details, pick_detail_runs
 from runner.analysis.labels import separate_param_sets
 from runner.analysis.measures import add_attribution, honesty_counts
-from runner.analysis.model import CONDITION_KEYS, Analysis, ExperimentInfo, Overview
+from runner.analysis.model import CELL_KEYS, CONDITION_KEYS, Analysis, ExperimentInfo, Overview
 from runner.execute.agreement import AGREEMENTS
 from runner.store import Store
 from runner.store.rows import utc_naive
@@ -21,6 +21,7 @@ from runner.store.store import Experiments
 # Error messages are grouped by their first line, cut here, so that one noisy provider error
 # with a request id in it does not become a thousand groups.
 _ERROR_LABEL_CHARS = 160
+_KEYS = pl.col(CELL_KEYS)
 
 
 def _error_groups(runs: pl.DataFrame) -> list[tuple[str, int]]:
@@ -117,12 +118,16 @@ def analyse(
     # model_params_json is bulk text, but the labels need it: edited params stay apart. Every
     # step below sorts what it shows, so the runs come in DuckDB's order, unsorted (N2).
     loaded = store.load_runs(experiment, columns=cell_mod.ANALYSED_COLUMNS, ordered=False)
-    runs = separate_param_sets(loaded)
+    # The cell keys as categoricals while the runs are grouped, joined and sorted on them
+    # (N2: the bench's 100,000 runs 0.31-0.35 -> 0.24-0.28 s of CPU); they compare and sort
+    # as their text does, and the cells come out with text columns again.
+    runs = separate_param_sets(loaded).with_columns(_KEYS.cast(pl.Categorical))
     # The honesty counts in the cells' own pass over the runs (N2; what add_honesty adds).
     parts = cell_mod.varying_condition_parts(runs)
     cells = cell_mod.cell_table(runs, parts, pass_k, counts=honesty_counts())
     cells = add_attribution(cells, runs, store.duplicate_causes(experiment))
     picked = pick_detail_runs(runs, cells, max_detail_runs)
+    cells = cells.with_columns(_KEYS.cast(pl.String))
     texts = store.patch_texts(experiment).to_dicts()
     return Analysis(
         overview=_overview(store, runs, experiment, utc_naive(now or datetime.now(UTC))),

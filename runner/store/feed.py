@@ -1,14 +1,16 @@
-"""A batch's rows on their way to DuckDB: Arrow slices converted beside the insert (N2).
+"""A batch's rows on their way to DuckDB: Arrow slices redacted and converted beside the
+insert (N2).
 
-Turning Python lists into Arrow arrays holds the GIL; DuckDB's INSERT releases it while it
-works. So a helper thread converts the batch slice by slice, table by table in the order the
-store inserts them, while DuckDB inserts the slices already converted (it reads each table
-as an Arrow stream). On two cores the 100,000 run rows of `bench/analysis.py` reach DuckDB
-in about the time of their conversion: 0.49 s from the lists to the commit instead of 0.62
-(one-off loop, load ~1, DuckDB's default row groups). Every slice is queued until DuckDB takes it, so a batch never holds
-more Arrow memory than when it was converted in one piece. A batch of one slice per table
-(the sweep's group commits of a few runs) is converted up front on the caller's thread, as
-before: a thread would cost more than it saves there.
+Redacting Python lists and turning them into Arrow arrays holds the GIL; DuckDB's INSERT
+releases it while it works. So a helper thread redacts (the store's `clean`, V3) and converts
+the batch slice by slice, table by table in the order the store inserts them, while DuckDB
+inserts the slices already converted (it reads each table as an Arrow stream). On two cores
+the 100,000 run rows of `bench/analysis.py` reach DuckDB in about the time of their
+conversion: 0.49 s from the lists to the commit instead of 0.62 (one-off loop, load ~1,
+DuckDB's default row groups). Every slice is queued until DuckDB takes it, so a batch never
+holds more Arrow memory than when it was converted in one piece. A batch of one slice per
+table (the sweep's group commits of a few runs) is redacted and converted up front on the
+caller's thread, as before: a thread would cost more than it saves there.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from datetime import datetime
 
 import pyarrow as pa
 
-from runner.store.rows import RunBatch
+from runner.store.rows import Clean, RunBatch
 
 SLICE_ROWS = 8192  # the fastest of 8,192 / 16,384 / 32,768 rows per slice (0.49 / 0.52 / 0.60 s)
 
@@ -58,11 +60,13 @@ _FAILED = object()  # the conversion failed: `Feed.error` says why
 class Feed:
     """The Arrow record batches of every non-empty table of a batch, for one transaction."""
 
-    def __init__(self, batch: RunBatch, saved_at: datetime, tables: tuple[str, ...]) -> None:
+    def __init__(
+        self, batch: RunBatch, saved_at: datetime, tables: tuple[str, ...], clean: Clean
+    ) -> None:
         self._batch = batch
         self._saved_at = saved_at
+        self._clean = clean
         self.tables = tuple(table for table in tables if batch.rows(table))
-        self.run_ids = pa.array(batch.run_ids, type=pa.string())
         self.error: BaseException | None = None
         self._queues: dict[str, queue.SimpleQueue[object]] = {}
         self._converted: dict[str, list[pa.RecordBatch]] = {}
@@ -106,7 +110,7 @@ class Feed:
             _fast_switching(False)
 
     def _slices(self, table: str) -> Iterator[pa.RecordBatch]:
-        return self._batch.arrow_slices(table, self._saved_at, SLICE_ROWS, self.run_ids)
+        return self._batch.arrow_slices(table, self._saved_at, SLICE_ROWS, self._clean)
 
     def _queued(self, table: str) -> Iterator[pa.RecordBatch]:
         waiting = self._queues[table]

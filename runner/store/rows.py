@@ -9,7 +9,7 @@ bulk insert (`runner.store.feed`). The columns and their types come from
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -27,6 +27,8 @@ _TS = pa.timestamp("us")
 _POOL = pa.system_memory_pool()
 
 Columns = dict[str, list[Any]]  # column name -> its values, one per row
+# (table, column, values) -> the values as stored: applied to every text column of a slice
+Clean = Callable[[str, str, list[Any]], list[Any]]
 _CHILD_SPECS = {child.name: child.spec for child in CHILD_TABLES}
 
 
@@ -97,10 +99,11 @@ class RunBatch:
         return pa.schema(fields)
 
     def arrow_slices(
-        self, table: str, saved_at: datetime, size: int, run_ids: pa.Array | None = None
+        self, table: str, saved_at: datetime, size: int, clean: Clean | None = None
     ) -> Iterator[pa.RecordBatch]:
         """One table's rows as Arrow record batches of at most `size` rows, in order, with
-        `saved_at` on every run; `run_ids` is the runs' `run_id` column already converted."""
+        `saved_at` on every run; `clean(table, column, values)` is applied to each text
+        column's values of a slice before they are converted (the store's redaction, V3)."""
         columns = self.tables[table]
         specs = _stored(table, columns)
         schema = self.arrow_schema(table)
@@ -108,13 +111,13 @@ class RunBatch:
         total = self.rows(table)
         for start in range(0, total, size):
             end = min(start + size, total)
-            # Arrow turns aware datetimes into UTC for a zone-less timestamp type.
-            arrays = [
-                run_ids.slice(start, end - start)
-                if run_ids is not None and table == "runs" and c.name == "run_id"
-                else pa.array(columns[c.name][start:end], type=c.arrow, memory_pool=_POOL)
-                for c in specs
-            ]
+            arrays = []
+            for c in specs:
+                values = columns[c.name][start:end]
+                if clean is not None and c.sql == "VARCHAR":
+                    values = clean(table, c.name, values)
+                # Arrow turns aware datetimes into UTC for a zone-less timestamp type.
+                arrays.append(pa.array(values, type=c.arrow, memory_pool=_POOL))
             if table == "runs":
                 arrays.append(pa.repeat(stamp, end - start, memory_pool=_POOL))
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -9,6 +9,7 @@ import pytest
 
 from runner.analysis import analyse, fisher_exact, wilson_interval
 from runner.analysis.cells import varying_condition_parts
+from runner.analysis.model import CELL_KEYS
 from runner.records import FindingRow, RunRecord
 from runner.store import Store
 
@@ -246,3 +247,42 @@ def test_an_empty_store_gives_an_empty_analysis(tmp_path):
     assert result.before_after == []
     assert result.overview.runs == 0
     assert result.details == []
+
+
+def test_n2_cells_keep_text_keys_in_text_order_whatever_order_the_runs_came_in(tmp_path):  # N2
+    """The aggregation groups, joins and sorts the cell keys as categoricals (N2): the cells
+    still hold text columns, sorted as text (not in the order the values were first met)."""
+    models = ["zeta", "Beta", "émile", "alpha", "beta"]
+    runs = [run(m, arm, NO_FOLLOW_UP, outcome) for m in models for arm in ("auto", "none")
+            for outcome in ("dup", "clean")]
+    with Store.open(tmp_path / "runs.duckdb") as s:
+        s.save_runs(runs)
+        result = analyse(s, now=datetime(2026, 11, 2, tzinfo=UTC))
+    assert all(result.cells.schema[key] == pl.String for key in CELL_KEYS)
+    shown = result.cells.select("model", "patch_arm").rows()
+    assert shown == [(m, arm) for m in sorted(models) for arm in ("none", "auto")]
+    assert [row.model for row in result.before_after] == sorted(models)
+    assert [d.cell_no for d in result.details] == sorted(d.cell_no for d in result.details)
+    assert [d.run["model"] for d in result.details] == [m for m in sorted(models) for _ in "abcd"]
+
+
+def test_m2_n2_duplicate_causes_count_only_the_analysed_runs(tmp_path):  # M2 N2
+    """The causes of all experiments are read without matching them with the runs (N2): the
+    cells count only those of the runs analysed, and a duplicates row without its run (which
+    the store never writes) counts nowhere."""
+    from tests.support.records import make_run
+
+    runs = [make_run("a1"), make_run("a2"), make_run("b1", experiment="other")]
+    with Store.open(tmp_path / "runs.duckdb") as s:
+        s.save_runs(runs)
+        s.connection.execute(
+            "INSERT INTO duplicates SELECT * REPLACE ('orphan' AS run_id) FROM duplicates "
+            "WHERE run_id = 'a1'"
+        )
+        assert sorted(s.duplicate_causes().get_column("run_id")) == ["a1", "a2", "b1", "orphan"]
+        assert sorted(s.duplicate_causes("exp").get_column("run_id")) == ["a1", "a2"]
+        every = analyse(s, now=datetime(2026, 11, 2, tzinfo=UTC))
+        one = analyse(s, "exp", now=datetime(2026, 11, 2, tzinfo=UTC))
+    assert every.cells.get_column("a_total").to_list() == [3]
+    assert every.cells.get_column("a_replan").to_list() == [3]
+    assert one.cells.get_column("a_total").to_list() == [2]

@@ -13,6 +13,7 @@ import pytest
 from runner.records import FindingRow, RunRecord, TranscriptEntry
 from runner.redact import REDACTED, Redactor
 from runner.store import CHILD_TABLES, RunBatch, Store, StoreError, feed
+from runner.store import store as store_module
 from runner.store.rows import utc_naive
 from runner.store.schema import CHILD_TABLES as CHILD_SPECS
 from runner.store.schema import RUNS
@@ -217,3 +218,42 @@ def test_r5_saved_at_is_now_in_utc(tmp_path):
         store.save_runs([make_run("r")])
         (saved,) = store.connection.execute("SELECT saved_at FROM runs").fetchone()
     assert before - timedelta(seconds=1) <= saved <= datetime.now(UTC).replace(tzinfo=None)
+
+
+@pytest.mark.parametrize("size", ["small batches", "large batches"])
+def test_r5_n2_v3_resaving_replaces_stored_runs_by_their_redacted_ids(
+    tmp_path, small_slices, monkeypatch, size
+):
+    """N2: a large batch into a store without runs skips the existence check and redacts its
+    ids slice by slice; once the store holds runs, a batch of any size looks its stored runs
+    up by their ids as stored (redacted) and replaces them (R5: a re-run is idempotent)."""
+    if size == "large batches":
+        monkeypatch.setattr(store_module, "_LOOKUPS", 2)  # a join on the ids, not look-ups
+    secret_id = f"run-{SECRET}"
+    first = [make_run(secret_id, model="old"), *(make_run(f"r{i}", model="old") for i in range(4))]
+    again = [make_run(secret_id, model="new"), *(make_run(f"r{i}", model="new") for i in range(2, 7))]
+    redactor = Redactor([SECRET])
+    path = tmp_path / "runs.duckdb"
+    with Store.open(path, redactor=Redactor([SECRET])) as store:
+        store.save_runs(first)
+        store.save_runs(again)  # without the check: a duplicate key, or two copies of a run
+    latest = {r.run_id: r for r in [*first, *again]}
+    want = expected_tables(list(latest.values()), redactor)
+    have = stored_tables(path)
+    assert have == {t: sorted(rows, key=repr) for t, rows in want.items()}
+    assert SECRET not in repr(have)
+    models = {row["run_id"]: row["model"] for row in have["runs"]}
+    assert models == {
+        f"run-{REDACTED}": "new", "r0": "old", "r1": "old", **{f"r{i}": "new" for i in range(2, 7)}
+    }
+
+
+def test_n2_a_writer_writes_each_full_row_group_during_the_insert(tmp_path):  # N2
+    """A writer's DuckDB runs on one thread and writes a row group to the file as soon as it
+    is full (not five at once after the last slice); a reading connection keeps DuckDB's."""
+    settings = "SELECT current_setting('threads'), current_setting('write_buffer_row_group_count')"
+    with Store.open(tmp_path / "runs.duckdb") as store:
+        store.save_runs([make_run("r")])
+        assert store.connection.execute(settings).fetchall() == [(1, 1)]
+    with Store.open(tmp_path / "runs.duckdb", read_only=True) as store:
+        assert store.connection.execute(settings).fetchall()[0][1] == 5
