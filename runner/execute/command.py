@@ -32,6 +32,8 @@ from typing import Any
 from harness.proxy import CallReceived, value_key
 from runner.agent.loop import AgentResult
 from runner.execute.connect import (
+    EVENT_LOG_FILE,
+    REPORT_FILE,
     Connection,
     ProxyTarget,
     proxy_argv,
@@ -140,7 +142,7 @@ async def execute_command_run(
                 cwd = Path(agent.cwd).absolute() if agent.cwd is not None else workdir
                 env = agent_environment(agent, values, given)
                 settle = (
-                    (lambda: _report_finished(workdir / "report.json", REPORT_WAIT_S))
+                    (lambda: _report_finished(workdir / REPORT_FILE, REPORT_WAIT_S))
                     if agent.transport == "stdio"
                     else None
                 )
@@ -166,7 +168,7 @@ async def execute_command_run(
         result.usage.completion_tokens = sum(s.completion_tokens for s in endpoint.served)
         finals = [a.get("content") for a in answers if not a.get("tool_calls")]
         result.final_answer = finals[-1] if finals else None
-    connection = Connection(None, workdir / "report.json", workdir / "events.jsonl")
+    connection = Connection(None, workdir / REPORT_FILE, workdir / EVENT_LOG_FILE)
     left = runmod.RunLeft(cell, connection, workdir)  # the event log, parsed once
     if endpoint is not None:
         sent = model_requested(left.events, endpoint)
@@ -218,9 +220,8 @@ async def _proxy_for(
     """The mcpServers entry for the proxy and the AGENT_HARNESS_MCP_* variables; over HTTP the
     proxy runs (the runner's child) until the block ends, then gets SIGTERM and writes its
     final report."""
-    report, events = workdir / "report.json", workdir / "events.jsonl"
     async with contextlib.AsyncExitStack() as stack:
-        config = await proxy_config_in(stack, target, report, events, workdir)
+        config = await proxy_config_in(stack, target, workdir)
         if target.agent_over_http:
             argv = await proxy_argv(target, dataclasses.replace(config, listen=("127.0.0.1", 0)))
             env = {**os.environ, **target.upstream_env}

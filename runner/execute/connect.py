@@ -30,6 +30,8 @@ from harness.proxy import (
 # An MCP server over the SDK's (read_stream, write_stream) pair, as in_process_proxy hosts it.
 UpstreamServer = Callable[[Any, Any], Awaitable[None]]
 
+# A run's files in its working folder: the proxy's report file and its event log.
+REPORT_FILE, EVENT_LOG_FILE = "report.json", "events.jsonl"
 SERVE_TIMEOUT_S = 60.0  # for a built-in upstream started over HTTP to say where it listens
 _LISTENING = re.compile(r"listening on (http://\S+)")
 
@@ -126,14 +128,10 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    report, events, stderr_path = (
-        workdir / "report.json",
-        workdir / "events.jsonl",
-        workdir / "proxy.stderr",
-    )
+    stderr_path = workdir / "proxy.stderr"
     sent: dict[str, str | None] = {}
     async with contextlib.AsyncExitStack() as stack:
-        config = await proxy_config_in(stack, target, report, events, workdir)
+        config = await proxy_config_in(stack, target, workdir)
         env = {**os.environ, **target.upstream_env}
         if target.agent_over_http:
             read, write = await stack.enter_async_context(
@@ -154,21 +152,21 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
             read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         session = await stack.enter_async_context(ClientSession(read, CallTap(write, sent)))
         await session.initialize()
-        yield Connection(session, report, events, stderr_path, sent_calls=sent)
+        yield Connection(
+            session, workdir / REPORT_FILE, workdir / EVENT_LOG_FILE, stderr_path, sent_calls=sent
+        )
 
 
 async def proxy_config_in(
-    stack: contextlib.AsyncExitStack,
-    target: ProxyTarget,
-    report: Path,
-    events: Path,
-    workdir: Path,
+    stack: contextlib.AsyncExitStack, target: ProxyTarget, workdir: Path
 ) -> ProxyConfig:
-    """The proxy's config for a run: a built-in upstream served over HTTP is started in `stack`
-    first and the proxy pointed at its URL. The upstream's env goes in through the proxy's own
+    """The proxy's config for a run in `workdir` (its report file and event log there); a
+    built-in upstream served over HTTP is started in `stack` first and the proxy pointed at its
+    URL. The upstream's env goes in through the proxy's own
     environment (which the upstream inherits, X2), not its command line: any local user can
     read a command line (V3)."""
-    config = dataclasses.replace(target.proxy_config(report, events), upstream_env={})
+    config = target.proxy_config(workdir / REPORT_FILE, workdir / EVENT_LOG_FILE)
+    config = dataclasses.replace(config, upstream_env={})
     if target.serve_over_http is None:
         return config
     url = await stack.enter_async_context(
@@ -316,12 +314,12 @@ async def in_process_connection(
         async def upstream(read: Any, write: Any) -> None:
             await serve(kind, db, read, write)
 
-    report = workdir / "report.json"
+    report = workdir / REPORT_FILE
 
     async with in_process_proxy(target.proxy_config(report, None), upstream) as proxy:
         sent: dict[str, str | None] = {}
         async with ClientSession(proxy.read_stream, CallTap(proxy.write_stream, sent)) as client:
             await client.initialize()
             yield Connection(
-                client, report, workdir / "events.jsonl", None, proxy.events, sent_calls=sent
+                client, report, workdir / EVENT_LOG_FILE, None, proxy.events, sent_calls=sent
             )

@@ -50,6 +50,8 @@ from runner.execute.agreement import judge_agreement
 from runner.execute.attribution import attribute
 from runner.execute.cassettes import CASSETTE_COUNT, cassette_replay_args, cassette_truth
 from runner.execute.connect import (
+    EVENT_LOG_FILE,
+    REPORT_FILE,
     Connection,
     ProxyTarget,
     in_process_connection,
@@ -378,7 +380,7 @@ def _events(connection: Connection | None, workdir: Path) -> list[Any]:
     """What the proxy recorded: in process the events themselves, else its event log."""
     if connection is not None and connection.events:
         return connection.events
-    return rec.load_events(workdir / "events.jsonl")
+    return rec.load_events(workdir / EVENT_LOG_FILE)
 
 
 class RunLeft:
@@ -456,7 +458,7 @@ def _record(
     left: RunLeft | None = None,
 ) -> RunRecord:
     left = left or RunLeft(cell, connection, workdir)
-    report_path = workdir / "report.json"
+    report_path = workdir / REPORT_FILE
     report_file: ReportModel | None = None
     report_json: str | None = None
     if report_path.exists():
