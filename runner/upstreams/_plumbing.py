@@ -133,10 +133,14 @@ def _create_empty(path: Path, schema: str) -> None:
         out = path.open("xb")
     except FileExistsError:
         return
-    with out:
-        out.write(_empty_ledger(schema))
-        out.flush()
-        os.fsync(out.fileno())
+    try:
+        with out:
+            out.write(_empty_ledger(schema))
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:  # a full disk: no half-written ledger for the next open to misread
+        path.unlink(missing_ok=True)
+        raise
 
 
 def _empty_ledger(schema: str) -> bytes:

@@ -451,3 +451,22 @@ def test_r4_a_new_ledger_is_the_one_its_schema_makes(tmp_path, kind):
     conn = open_db(kept, schema)
     assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'mine'").fetchone()
     conn.close()
+
+
+def test_r4_a_new_ledger_that_cannot_be_written_leaves_no_file(tmp_path, monkeypatch):
+    # A full disk while the empty ledger is copied in: the error is the disk's, and no
+    # half-written file stays for the next open to read as a corrupt database.
+    import errno
+
+    import runner.upstreams._plumbing as plumbing
+
+    def full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(plumbing.os, "fsync", full)
+    db = tmp_path / "upstream.sqlite"
+    with pytest.raises(OSError, match="No space left"):
+        open_db(db, BUILTIN_UPSTREAMS["booking"].ledger.schema)
+    assert not db.exists()
+    monkeypatch.undo()
+    open_db(db, BUILTIN_UPSTREAMS["booking"].ledger.schema).close()  # the next try works
