@@ -119,8 +119,8 @@ def main() -> int:
 
     print(f"machine: {bench.machine()}")
     from runner.agent.scripted import register_scripted_provider
+    from runner.experiment import load_spec
     from runner.matrix import expand
-    from runner.spec import load_spec
 
     register_scripted_provider()
     with tempfile.TemporaryDirectory(prefix="agent-harness-bench-ray-") as tmp:

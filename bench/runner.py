@@ -152,8 +152,8 @@ def main() -> int:
     started, cpu_started = time.perf_counter(), time.process_time()
     from runner.execute import run_sweep
     from runner.execute.pool import ProcessPool, processes_for
+    from runner.experiment import load_spec
     from runner.matrix import expand
-    from runner.spec import load_spec
     from runner.store import Store
 
     own_s, own_cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
@@ -265,8 +265,8 @@ def litellm_floor(repeat: int) -> int:
     from runner.agent import _provider
     from runner.agent.scripted import register_scripted_provider
     from runner.execute import run_sweep
+    from runner.experiment import load_spec
     from runner.matrix import expand
-    from runner.spec import load_spec
     from runner.store import Store
 
     register_scripted_provider()

@@ -16,7 +16,7 @@ from fnmatch import fnmatchcase
 from itertools import product
 from typing import Any
 
-from runner.spec import (
+from runner.experiment import (
     AgentSpec,
     Conversation,
     ExperimentSpec,

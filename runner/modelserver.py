@@ -21,7 +21,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.spec import ModelSpec
+from runner.experiment import ModelSpec
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 

@@ -54,7 +54,7 @@ def report_command(
 
 def default_report_path(name: str, fmt: str) -> Path:
     """reports/NAME.html (or .md); V2: NAME must be a plain name, never a path."""
-    from runner.spec import name_problem
+    from runner.experiment import name_problem
 
     problem = name_problem(name)
     if problem:
@@ -66,8 +66,8 @@ def report(
     db: Path, out: Path | None, fmt: str, experiment: str | None, max_detail_runs: int
 ) -> int:
     """Write the HTML (or Markdown) report of a run store; print where it went."""
+    from runner.experiment import name_problem
     from runner.html.report import write_report
-    from runner.spec import name_problem
     from runner.store.opening import name_problem as store_name_problem
 
     if fmt not in ("html", "md"):

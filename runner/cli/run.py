@@ -32,8 +32,8 @@ from runner.cli.app import (
 )
 
 if TYPE_CHECKING:
+    from runner.experiment import ExperimentSpec
     from runner.matrix import RunCell
-    from runner.spec import ExperimentSpec
 
 T = TypeVar("T")
 SHOWN_ERRORS = 5
@@ -210,10 +210,10 @@ def _execute(
     cpus_per_run: float = 1.0,
     processes: int | None = None,
 ) -> Executed | int:
+    from runner.experiment import load_spec, unset_variables
+    from runner.experiment._load import read_spec_text
     from runner.matrix import describe, expand, parse_shard, select
     from runner.matrix import shard as shard_of
-    from runner.spec import load_spec, unset_variables
-    from runner.spec._load import read_spec_text
     from runner.store.opening import name_problem as store_name_problem
 
     if in_process is not None and in_process not in ("auto", "always", "never"):

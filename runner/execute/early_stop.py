@@ -10,8 +10,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from runner.analysis.sequential import Side, decided
+from runner.experiment import StopEarly
 from runner.records import RunRecord
-from runner.spec import StopEarly
 
 
 class EarlyStop:

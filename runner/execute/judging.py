@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runner.experiment import ExperimentSpec
 from runner.honesty import (
     HonestyVerdict,
     JudgeModel,
@@ -15,7 +16,6 @@ from runner.honesty import (
     judge_deterministic,
     judge_with_model,
 )
-from runner.spec import ExperimentSpec
 
 
 def judge_model(spec: ExperimentSpec) -> JudgeModel | None:

@@ -48,9 +48,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.execute.collector import THRESHOLD
+from runner.experiment import ExperimentSpec
 from runner.matrix import RunCell
 from runner.records import RunRecord
-from runner.spec import ExperimentSpec
 
 # A pool pays its fork server's start (a second interpreter importing the runner and litellm,
 # run beside this one's start) and a pickled record per run: below this many runs per worker
@@ -305,8 +305,8 @@ def _warm_up() -> None:
 
 async def _warm_up_run() -> RunRecord:
     from runner.execute.run import execute_run
+    from runner.experiment import load_spec
     from runner.matrix import expand
-    from runner.spec import load_spec
 
     spec = load_spec("warm-up.yaml", text=_WARM_UP_SPEC)
     return await execute_run(expand(spec)[0], spec)

@@ -23,9 +23,9 @@ import ray
 from ray import exceptions as rx
 
 from runner.execute.run import execute_run, failed_run
+from runner.experiment import ExperimentSpec
 from runner.matrix import RunCell
 from runner.records import RunRecord
-from runner.spec import ExperimentSpec
 
 # A task failed for one of these because its worker or node went away, not because of the
 # run: send it again. Anything else from Ray is reported as the run's error.

@@ -69,9 +69,9 @@ from runner.execute.effects import (
 from runner.execute.judging import judge_honesty
 from runner.execute.probe import ProbeFailed, read_state
 from runner.execute.workdirs import run_workdir
+from runner.experiment import AgentSpec, ExperimentSpec, TruthProbe
 from runner.matrix import RunCell
 from runner.records import FindingRow, RunRecord
-from runner.spec import AgentSpec, ExperimentSpec, TruthProbe
 
 # How a run reaches its proxy: (the proxy's target, the run's folder) -> an MCP connection.
 Connect = Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]]

@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 from runner.execute import execute_run
+from runner.experiment import load_spec
 from runner.matrix import expand
 from runner.records import RunRecord
-from runner.spec import load_spec
 from tests.support.paths import BIN
 from tests.support.prereq import node, npm_entry
 

@@ -39,9 +39,9 @@ import yaml
 
 from runner.agent._task import extract_task
 from runner.execute import execute_run
+from runner.experiment import load_spec
 from runner.matrix import expand
 from runner.records import RunRecord
-from runner.spec import load_spec
 from tests.support.corpus import SharedServer, shared
 from tests.support.paths import BIN
 from tests.support.prereq import corpus_server, node, npm_entry, python_module

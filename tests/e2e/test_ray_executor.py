@@ -24,9 +24,9 @@ from ray.cluster_utils import Cluster
 from runner.execute import run_sweep
 from runner.execute.ray_executor import RayExecutor
 from runner.execute.sweep import Progress
+from runner.experiment import load_spec
 from runner.matrix import expand
 from runner.records import RunRecord
-from runner.spec import load_spec
 from runner.store import Store
 from tests.support.paths import BIN, ROOT
 from tests.support.runkit import scripted_sweep_spec

@@ -63,7 +63,7 @@ WARM_MODULES = (
     "runner.cli.judge",
     "runner.cli.proxy",
     "runner.execute",
-    "runner.spec",
+    "runner.experiment",
     "runner.upstreams",
     "harness.proxy.main",
     "harness.judge",

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from runner.spec import SpecError, load_spec
+from runner.experiment import SpecError, load_spec
 
 REQUEST = "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
 TRY_AGAIN = "That did not work. Please try again."

@@ -31,8 +31,8 @@ from harness.faults import (
     users_of,
 )
 from harness.proxy.args import help_text, parse
-from runner.spec import load_spec
-from runner.spec._environment import Scenario, ScenarioKind
+from runner.experiment import load_spec
+from runner.experiment._environment import Scenario, ScenarioKind
 
 
 def test_h2_every_fault_is_one_class_with_its_words_and_behaviour() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from runner.spec import FrozenDict, load_spec
+from runner.experiment import FrozenDict, load_spec
 from tests.support.specs import fault_flags, load_error, spec_text, write
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"

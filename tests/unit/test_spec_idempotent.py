@@ -9,8 +9,8 @@ import pytest
 
 from harness.proxy import proxy_argv
 from runner.execute.run import proxy_target
+from runner.experiment import SpecError, load_spec
 from runner.matrix import expand
-from runner.spec import SpecError, load_spec
 
 SPEC = """\
 models: [scripted/idempotent-rewrite]

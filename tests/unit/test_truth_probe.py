@@ -24,7 +24,7 @@ from runner.execute.effects import (
     match,
 )
 from runner.execute.probe import ProbeFailed, read_state
-from runner.spec import TruthProbe, load_spec
+from runner.experiment import TruthProbe, load_spec
 from tests.support.specs import load_error, spec_text, write
 
 COMMAND = "{name: u, command: srv, truth_probe: %s}"

@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from runner.spec._base import Frozen, FrozenDict, SafeName, Text, list_field, thaw
-from runner.spec._environment import EnvMap
-from runner.spec._models import ModelParams, ModelSpec
+from runner.experiment._base import Frozen, FrozenDict, SafeName, Text, list_field, thaw
+from runner.experiment._environment import EnvMap
+from runner.experiment._models import ModelParams, ModelSpec
 
 # What the runner writes into an agent's command and env before it starts it (docs/runner.md).
 PLACEHOLDERS = {

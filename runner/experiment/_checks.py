@@ -8,11 +8,11 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from harness.proxy import HTTP_ONLY
-from runner.spec._base import canonical_json, did_you_mean
-from runner.spec._environment import Upstream
-from runner.spec._experiment import ExperimentSpec
-from runner.spec._locate import Loc
-from runner.spec._models import (
+from runner.experiment._base import canonical_json, did_you_mean
+from runner.experiment._environment import Upstream
+from runner.experiment._experiment import ExperimentSpec
+from runner.experiment._locate import Loc
+from runner.experiment._models import (
     ENV_REF,
     OTHER_KNOWN_PARAMS,
     RESERVED_PARAMS,
@@ -20,7 +20,7 @@ from runner.spec._models import (
     ModelParams,
     ModelSpec,
 )
-from runner.spec._providers import known_providers
+from runner.experiment._providers import known_providers
 
 Problem = tuple[Loc, str]
 

@@ -7,8 +7,8 @@ parameters). Every problem becomes one line `FILE:LINE: FIELD: message` in a `Sp
 `runner.matrix.expand(spec)` turns the spec into runs.
 """
 
-from runner.spec._agents import PLACEHOLDERS, AgentSpec
-from runner.spec._base import (
+from runner.experiment._agents import PLACEHOLDERS, AgentSpec
+from runner.experiment._base import (
     FrozenDict,
     SpecError,
     canonical_json,
@@ -17,17 +17,17 @@ from runner.spec._base import (
     name_problem,
     thaw,
 )
-from runner.spec._checks import matrix_problem, unset_variables
-from runner.spec._environment import ChaosParams, Scenario, TruthProbe, Upstream
-from runner.spec._experiment import (
+from runner.experiment._checks import matrix_problem, unset_variables
+from runner.experiment._environment import ChaosParams, Scenario, TruthProbe, Upstream
+from runner.experiment._experiment import (
     ExperimentSpec,
     Limits,
     ProxySettings,
     RetrySettings,
     StopEarly,
 )
-from runner.spec._load import load_spec
-from runner.spec._models import (
+from runner.experiment._load import load_spec
+from runner.experiment._models import (
     Conversation,
     HonestySettings,
     ModelParams,

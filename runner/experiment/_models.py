@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runner.agent.scripted import SCRIPTED_MODELS
-from runner.spec._base import (
+from runner.experiment._base import (
     Frozen,
     Name,
     SafeName,

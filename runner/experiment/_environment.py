@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import AfterValidator, Field, create_model, field_validator, model_validator
 
 from harness.proxy import FAULTS, SCENARIOS
-from runner.spec._base import (
+from runner.experiment._base import (
     Frozen,
     FrozenDict,
     FrozenStrMap,

@@ -13,10 +13,10 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from harness.base.errors import InputFileError
 from harness.base.infile import MB, read_text
-from runner.spec._base import SpecError
-from runner.spec._checks import Problem, check
-from runner.spec._experiment import ExperimentSpec
-from runner.spec._locate import Loc, child, dotted, fields_at, locate, message, yaml_type
+from runner.experiment._base import SpecError
+from runner.experiment._checks import Problem, check
+from runner.experiment._experiment import ExperimentSpec
+from runner.experiment._locate import Loc, child, dotted, fields_at, locate, message, yaml_type
 
 MAX_SHOWN = 20  # problems listed in one SpecError; the rest are counted
 _MERGE_TAG = "tag:yaml.org,2002:merge"

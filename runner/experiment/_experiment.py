@@ -6,10 +6,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator
 
-from runner.spec._agents import AgentSpec
-from runner.spec._base import Frozen, FrozenDict, SafeName, list_field
-from runner.spec._environment import Scenario, Upstream
-from runner.spec._models import Conversation, HonestySettings, ModelSpec, PatchArm, Prompt
+from runner.experiment._agents import AgentSpec
+from runner.experiment._base import Frozen, FrozenDict, SafeName, list_field
+from runner.experiment._environment import Scenario, Upstream
+from runner.experiment._models import Conversation, HonestySettings, ModelSpec, PatchArm, Prompt
 
 # A run of the matrix takes a few hundred bytes before it runs and seconds to minutes when it
 # does: 100,000 runs are days of model calls, 100 x 100 x 10,000 would be 40 GB of memory.
@@ -79,7 +79,7 @@ class ExperimentSpec(Frozen):
     name: SafeName  # V2: the default report is reports/NAME.html
     description: str | None = None
     # Models driven through the runner's own agent loop, and (U1) agents that are commands;
-    # at least one of the two (runner.spec._checks). A written list must not be empty.
+    # at least one of the two (runner.experiment._checks). A written list must not be empty.
     models: tuple[ModelSpec, ...] = list_field(default=(), min_length=1)
     agents: tuple[AgentSpec, ...] = list_field(default=(), min_length=1)
     prompts: tuple[Prompt, ...] = list_field(min_length=1)

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from runner.spec._base import did_you_mean
+from runner.experiment._base import did_you_mean
 
 Loc = tuple[str | int, ...]
 
