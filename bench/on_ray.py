@@ -120,7 +120,7 @@ def main() -> int:
     print(f"machine: {bench.machine()}")
     from runner.agent.scripted import register_scripted_provider
     from runner.experiment import load_spec
-    from runner.matrix import expand
+    from runner.experiment.matrix import expand
 
     register_scripted_provider()
     with tempfile.TemporaryDirectory(prefix="agent-harness-bench-ray-") as tmp:

@@ -153,7 +153,7 @@ def main() -> int:
     from runner.execute import run_sweep
     from runner.execute.pool import ProcessPool, processes_for
     from runner.experiment import load_spec
-    from runner.matrix import expand
+    from runner.experiment.matrix import expand
     from runner.store import Store
 
     own_s, own_cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
@@ -266,7 +266,7 @@ def litellm_floor(repeat: int) -> int:
     from runner.agent.scripted import register_scripted_provider
     from runner.execute import run_sweep
     from runner.experiment import load_spec
-    from runner.matrix import expand
+    from runner.experiment.matrix import expand
     from runner.store import Store
 
     register_scripted_provider()

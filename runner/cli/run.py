@@ -33,7 +33,7 @@ from runner.cli.app import (
 
 if TYPE_CHECKING:
     from runner.experiment import ExperimentSpec
-    from runner.matrix import RunCell
+    from runner.experiment.matrix import RunCell
 
 T = TypeVar("T")
 SHOWN_ERRORS = 5
@@ -212,8 +212,8 @@ def _execute(
 ) -> Executed | int:
     from runner.experiment import load_spec, unset_variables
     from runner.experiment._load import read_spec_text
-    from runner.matrix import describe, expand, parse_shard, select
-    from runner.matrix import shard as shard_of
+    from runner.experiment.matrix import describe, expand, parse_shard, select
+    from runner.experiment.matrix import shard as shard_of
     from runner.store.opening import name_problem as store_name_problem
 
     if in_process is not None and in_process not in ("auto", "always", "never"):

@@ -42,7 +42,7 @@ from runner.execute.connect import (
 )
 from runner.execute.workdirs import run_workdir
 from runner.experiment import AgentSpec, ExperimentSpec
-from runner.matrix import RunCell
+from runner.experiment.matrix import RunCell
 from runner.modelserver import ModelEndpoint, serve_model
 from runner.records import RunRecord, TranscriptEntry
 

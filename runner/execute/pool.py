@@ -49,7 +49,7 @@ from typing import Any
 
 from runner.execute.collector import THRESHOLD
 from runner.experiment import ExperimentSpec
-from runner.matrix import RunCell
+from runner.experiment.matrix import RunCell
 from runner.records import RunRecord
 
 # A pool pays its fork server's start (a second interpreter importing the runner and litellm,
@@ -306,7 +306,7 @@ def _warm_up() -> None:
 async def _warm_up_run() -> RunRecord:
     from runner.execute.run import execute_run
     from runner.experiment import load_spec
-    from runner.matrix import expand
+    from runner.experiment.matrix import expand
 
     spec = load_spec("warm-up.yaml", text=_WARM_UP_SPEC)
     return await execute_run(expand(spec)[0], spec)

@@ -29,7 +29,7 @@ from runner.execute.early_stop import EarlyStop
 from runner.execute.record import patch_block
 from runner.execute.run import execute_run
 from runner.experiment import ExperimentSpec
-from runner.matrix import RunCell
+from runner.experiment.matrix import RunCell
 from runner.records import PatchRow, RunRecord
 
 # Group commit (issue 24): a DuckDB transaction costs ~20 ms of CPU however few rows it holds

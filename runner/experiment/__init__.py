@@ -4,7 +4,7 @@
 keys are errors: a typo must not silently change an experiment), reads the prompt and patch
 files, and checks what a schema cannot see (unique names, distinct conditions, reserved model
 parameters). Every problem becomes one line `FILE:LINE: FIELD: message` in a `SpecError`.
-`runner.matrix.expand(spec)` turns the spec into runs.
+`runner.experiment.matrix.expand(spec)` turns the spec into runs.
 """
 
 from runner.experiment._agents import PLACEHOLDERS, AgentSpec

@@ -74,7 +74,7 @@ class ProxySettings(Frozen):
 
 
 class ExperimentSpec(Frozen):
-    """A whole experiment, validated; `runner.matrix.expand` turns it into runs."""
+    """A whole experiment, validated; `runner.experiment.matrix.expand` turns it into runs."""
 
     name: SafeName  # V2: the default report is reports/NAME.html
     description: str | None = None

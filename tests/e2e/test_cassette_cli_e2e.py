@@ -183,7 +183,7 @@ async def test_u2_u1_a_command_agent_against_a_cassette_is_judged_by_its_count(t
 
     from runner.execute import execute_run
     from runner.experiment import load_spec
-    from runner.matrix import expand
+    from runner.experiment.matrix import expand
     from runner.upstreams import ground_truth
     from tests.support.paths import BIN, ROOT
     from tests.support.specs import REQUEST

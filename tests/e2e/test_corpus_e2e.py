@@ -40,7 +40,7 @@ import yaml
 from runner.agent._task import extract_task
 from runner.execute import execute_run
 from runner.experiment import load_spec
-from runner.matrix import expand
+from runner.experiment.matrix import expand
 from runner.records import RunRecord
 from tests.support.corpus import SharedServer, shared
 from tests.support.paths import BIN

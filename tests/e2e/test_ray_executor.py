@@ -25,7 +25,7 @@ from runner.execute import run_sweep
 from runner.execute.ray_executor import RayExecutor
 from runner.execute.sweep import Progress
 from runner.experiment import load_spec
-from runner.matrix import expand
+from runner.experiment.matrix import expand
 from runner.records import RunRecord
 from runner.store import Store
 from tests.support.paths import BIN, ROOT

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from runner.experiment import load_spec
-from runner.matrix import expand
+from runner.experiment.matrix import expand
 from tests.support import launcher
 from tests.support.runkit import CLI_TIMEOUT_S, E2E_LIMITS, cli_env, query
 from tests.support.slowmodel import slow_model, slow_model_entry

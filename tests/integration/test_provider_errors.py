@@ -184,7 +184,7 @@ async def test_cost_comes_from_the_model_that_answered_not_the_one_asked_for():
 async def test_a_whole_run_passes_its_seed_and_stores_an_unknown_cost(tmp_path, name):
     from runner.execute import execute_run
     from runner.experiment import load_spec
-    from runner.matrix import expand
+    from runner.experiment.matrix import expand
 
     with openai_stub([], default=completion(model="smollm2")) as stub:
         path = tmp_path / "spec.yaml"

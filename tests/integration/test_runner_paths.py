@@ -23,7 +23,7 @@ import pytest
 
 from runner.execute import execute_run
 from runner.experiment import ExperimentSpec, load_spec
-from runner.matrix import RunCell, expand
+from runner.experiment.matrix import RunCell, expand
 from runner.records import RunRecord
 from tests.support.specs import write_spec
 

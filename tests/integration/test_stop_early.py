@@ -9,7 +9,7 @@ import pytest
 
 from runner.execute import run_sweep
 from runner.experiment import ExperimentSpec, SpecError, load_spec
-from runner.matrix import expand
+from runner.experiment.matrix import expand
 from runner.store import Store
 from tests.support.specs import write_spec
 

@@ -97,7 +97,7 @@ async def test_g3_a_run_in_process_removes_its_folder_before_it_returns(tmp_path
     import runner.execute.run as runmod
     from runner.execute import execute_run
     from runner.experiment import load_spec
-    from runner.matrix import expand
+    from runner.experiment.matrix import expand
 
     made: list[Path] = []
 
@@ -124,7 +124,7 @@ async def test_g3_a_run_cancelled_in_its_conversation_removes_its_folder(tmp_pat
 
     from runner.execute import execute_run
     from runner.experiment import load_spec
-    from runner.matrix import expand
+    from runner.experiment.matrix import expand
 
     entered = asyncio.Event()
     seen: list[Path] = []

@@ -37,7 +37,7 @@ async def run_one(folder: Path, spec: dict[str, Any]) -> RunRecord:
     files (the upstream's SQLite, report, events) kept in folder/kept/RUN_ID."""
     from runner.execute import execute_run
     from runner.experiment import load_spec
-    from runner.matrix import expand
+    from runner.experiment.matrix import expand
 
     path = folder / "spec.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")

@@ -87,7 +87,7 @@ def fault_flags(spec, tmp_path, label: str) -> tuple[str, ...]:
     proxy's own proxy_argv of the run's plan); a chaos seed the run chose shows as RUN_SEED."""
     from harness.proxy import proxy_argv
     from runner.execute.run import proxy_target
-    from runner.matrix import expand
+    from runner.experiment.matrix import expand
 
     cell = next(c for c in expand(spec) if c.labels["scenario"] == label)
     argv = proxy_argv(proxy_target(cell, spec, tmp_path).proxy_config(None, None))

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from runner.experiment import SpecError, load_spec
-from runner.matrix import DIMENSIONS, describe, expand, parse_shard, select, shard
+from runner.experiment.matrix import DIMENSIONS, describe, expand, parse_shard, select, shard
 
 BOOK = "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
 

@@ -518,7 +518,7 @@ ERROR_CASES = [
 # R2 H2
 def test_h2_parameterised_scenarios_reach_the_plan_and_keep_distinct_labels(tmp_path):
     from runner.execute.run import proxy_target
-    from runner.matrix import expand
+    from runner.experiment.matrix import expand
 
     text = spec_text(
         scenarios="[F1, {F8: {retry_after: 2}}, F9, {F9: {latency_ms: 1500}}]",

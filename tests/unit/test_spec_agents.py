@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.experiment import AgentSpec, load_spec
-from runner.matrix import expand
+from runner.experiment.matrix import expand
 from tests.support.specs import load_error, spec_text, write
 
 AGENT = "[{name: a, command: [my-agent, --mcp, '{mcp_config}'], model: scripted/careful}]"

@@ -10,7 +10,7 @@ import pytest
 from harness.proxy import proxy_argv
 from runner.execute.run import proxy_target
 from runner.experiment import SpecError, load_spec
-from runner.matrix import expand
+from runner.experiment.matrix import expand
 
 SPEC = """\
 models: [scripted/idempotent-rewrite]
