@@ -18,7 +18,7 @@ from runner.cli.report import default_report_path, report
 from runner.cli.run import ADDRESS_HELP, CPUS_HELP, EXECUTOR_HELP, PROCESSES_HELP, execute
 
 if TYPE_CHECKING:
-    from runner.regression import Summary
+    from runner.analysis.regression import Summary
 
 
 def sweep_command(
@@ -87,7 +87,7 @@ def _interrupted(code: int, base: Summary | None, db: Path, name: str, junit: Pa
     """V14: a sweep cut short by Ctrl-C or SIGTERM writes the JUnit XML of the runs it stored
     (what ran is compared; no HTML report, no baseline export from a partial sweep) and exits
     with the interruption's code."""
-    from runner.regression import compare_to_baseline, junit_xml
+    from runner.analysis.regression import compare_to_baseline, junit_xml
 
     if junit is not None:
         try:
@@ -116,7 +116,12 @@ def sweep(
     """Run (resumably), compare with the baseline, write JUnit + HTML.
 
     2 on a regression; else 3 when a run failed to run (never "no regression" then)."""
-    from runner.regression import compare_to_baseline, export_summary, junit_xml, load_summary
+    from runner.analysis.regression import (
+        compare_to_baseline,
+        export_summary,
+        junit_xml,
+        load_summary,
+    )
     from runner.store import StoreError
 
     if baseline is not None and not baseline.exists():
