@@ -109,7 +109,7 @@ $(AGENTS_NODE_STAMP): $(AGENTS_NODE)/package.json $(AGENTS_NODE)/package-lock.js
 # The framework survey alone (docs/frameworks.md): every framework x none/F1/F6/F9, its table.
 survey: setup agents-deps
 	$(BIN)/agent-harness run experiments/frameworks.yaml --db reports/frameworks.duckdb
-	$(BIN)/python -m runner.survey reports/frameworks.duckdb
+	$(BIN)/python -m runner.analysis.survey reports/frameworks.duckdb
 
 # Serves the local model on a free port, runs experiments/local.yaml against it through
 # litellm, writes reports/local.html, and stops the server (also on failure or Ctrl-C).

@@ -6,7 +6,7 @@ transcript's assistant messages); the executions are the built-in upstream's rea
 truth), beside the proxy's own count. A number above 1 per requested write is a duplicate that
 no model turn asked for: the agent's client layer sent the write again (`client_retry`).
 
-    python -m runner.survey reports/frameworks.duckdb [--experiment frameworks]
+    python -m runner.analysis.survey reports/frameworks.duckdb [--experiment frameworks]
 """
 
 from __future__ import annotations
