@@ -45,7 +45,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from harness.base.redact import REDACTED, TextRedactor, secret_name
 from harness.base.redact import URL_USERINFO as _URL_USERINFO
 from harness.base.redact import url_secrets as _url_secrets
-from runner.records import RunRecord
+from runner.experiment.records import RunRecord
 
 # Distinct values remembered per redactor: strings up to this length, this many at most (then
 # forgotten all at once; a run's long texts, transcripts and reports, are mostly unique).

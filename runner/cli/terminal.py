@@ -11,7 +11,7 @@ import polars as pl
 from runner.analysis.labels import separate_param_sets
 from runner.execute.agreement import AGREEMENTS, AGREES, NO_CLAIM, NOT_CHECKABLE, UNKNOWN
 from runner.execute.sweep import Progress
-from runner.records import RunRecord
+from runner.experiment.records import RunRecord
 
 
 def _clock(seconds: float | None) -> str:

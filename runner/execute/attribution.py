@@ -36,7 +36,7 @@ from harness.report import (
     duplicate_repeats,
     origin_of,
 )
-from runner.records import DuplicateRow
+from runner.experiment.records import DuplicateRow
 
 Attribution = Origin
 ATTRIBUTIONS: tuple[Attribution, ...] = ORIGINS

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from runner.analysis.sequential import Side, decided
 from runner.experiment import StopEarly
-from runner.records import RunRecord
+from runner.experiment.records import RunRecord
 
 
 class EarlyStop:

@@ -50,7 +50,7 @@ from typing import Any
 from runner.execute.collector import THRESHOLD
 from runner.experiment import ExperimentSpec
 from runner.experiment.matrix import RunCell
-from runner.records import RunRecord
+from runner.experiment.records import RunRecord
 
 # A pool pays its fork server's start (a second interpreter importing the runner and litellm,
 # run beside this one's start) and a pickled record per run: below this many runs per worker

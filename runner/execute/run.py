@@ -71,7 +71,7 @@ from runner.execute.probe import ProbeFailed, read_state
 from runner.execute.workdirs import run_workdir
 from runner.experiment import AgentSpec, ExperimentSpec, TruthProbe
 from runner.experiment.matrix import RunCell
-from runner.records import FindingRow, RunRecord
+from runner.experiment.records import FindingRow, RunRecord
 
 # How a run reaches its proxy: (the proxy's target, the run's folder) -> an MCP connection.
 Connect = Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]]

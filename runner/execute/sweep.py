@@ -30,7 +30,7 @@ from runner.execute.record import patch_block
 from runner.execute.run import execute_run
 from runner.experiment import ExperimentSpec
 from runner.experiment.matrix import RunCell
-from runner.records import PatchRow, RunRecord
+from runner.experiment.records import PatchRow, RunRecord
 
 # Group commit (issue 24): a DuckDB transaction costs ~20 ms of CPU however few rows it holds
 # (~35 ms wall with its fsync), a batch of 10 runs ~2.5 ms per run. The writer collects the

@@ -14,7 +14,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from runner.records import RunRecord
+from runner.experiment.records import RunRecord
 from runner.redact import Redactor
 from runner.store import migrations, opening, schema
 from runner.store.errors import StoreError, first_line

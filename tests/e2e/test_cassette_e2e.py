@@ -24,7 +24,7 @@ import yaml
 from runner.execute import execute_run
 from runner.experiment import load_spec
 from runner.experiment.matrix import expand
-from runner.records import RunRecord
+from runner.experiment.records import RunRecord
 from tests.support.paths import BIN
 from tests.support.prereq import node, npm_entry
 

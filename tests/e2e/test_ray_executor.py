@@ -26,7 +26,7 @@ from runner.execute.ray_executor import RayExecutor
 from runner.execute.sweep import Progress
 from runner.experiment import load_spec
 from runner.experiment.matrix import expand
-from runner.records import RunRecord
+from runner.experiment.records import RunRecord
 from runner.store import Store
 from tests.support.paths import BIN, ROOT
 from tests.support.runkit import scripted_sweep_spec

@@ -19,7 +19,7 @@ import yaml
 from runner.execute import execute_run
 from runner.experiment import load_spec
 from runner.experiment.matrix import expand
-from runner.records import RunRecord
+from runner.experiment.records import RunRecord
 from tests.support.paths import COUNTING_SERVER
 from tests.support.specs import REQUEST
 

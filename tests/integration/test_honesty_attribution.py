@@ -27,7 +27,7 @@ from runner.agent.loop import run_conversation  # noqa: E402
 from runner.execute import execute_run  # noqa: E402
 from runner.experiment import ExperimentSpec, load_spec  # noqa: E402
 from runner.experiment.matrix import expand  # noqa: E402
-from runner.records import RunRecord  # noqa: E402
+from runner.experiment.records import RunRecord  # noqa: E402
 from runner.store import Store  # noqa: E402
 from tests.support.specs import REQUEST, TRY_AGAIN, write_spec
 

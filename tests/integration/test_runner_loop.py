@@ -38,7 +38,7 @@ from runner.agent.loop import (  # noqa: E402
 from runner.execute import execute_run, run_sweep  # noqa: E402
 from runner.experiment import ExperimentSpec, load_spec  # noqa: E402
 from runner.experiment.matrix import RunCell, expand  # noqa: E402
-from runner.records import RunRecord  # noqa: E402
+from runner.experiment.records import RunRecord  # noqa: E402
 from runner.store import Store, StoreError  # noqa: E402
 from tests.support.specs import REQUEST, TRY_AGAIN, write_spec
 

@@ -24,7 +24,7 @@ import pytest
 from runner.execute import execute_run
 from runner.experiment import ExperimentSpec, load_spec
 from runner.experiment.matrix import RunCell, expand
-from runner.records import RunRecord
+from runner.experiment.records import RunRecord
 from tests.support.specs import write_spec
 
 pytestmark = pytest.mark.slow

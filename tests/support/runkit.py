@@ -15,7 +15,7 @@ from tests.support import launcher
 from tests.support.paths import BIN
 
 if TYPE_CHECKING:
-    from runner.records import RunRecord
+    from runner.experiment.records import RunRecord
 
 CLI_TIMEOUT_S = 240  # one `agent-harness run` of a small experiment, real subprocesses
 E2E_LIMITS = {"run_timeout_s": 120}  # a spec's limits where every run starts real processes

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 import yaml
 
-from runner.records import RunRecord, TranscriptEntry
+from runner.experiment.records import RunRecord, TranscriptEntry
 from runner.redact import REDACTED, Redactor, secret_name
 from runner.store import Store
 

@@ -15,7 +15,7 @@ import runner.redact as redact
 from harness.base.redact import AUTH_HEADER as _AUTH_HEADER
 from harness.base.redact import BEARER as _BEARER
 from harness.base.redact import URL_USERINFO as _URL_USERINFO
-from runner.records import FindingRow, RunRecord, TranscriptEntry
+from runner.experiment.records import FindingRow, RunRecord, TranscriptEntry
 from runner.redact import REDACTED, Redactor
 
 SECRETS = ("sk-live-0123456789abcdef", "hunter2-secret", "tok3n-of-ci", "short")

@@ -18,7 +18,7 @@ from runner.analysis.regression import (
     load_summary,
     summarise,
 )
-from runner.records import RunRecord
+from runner.experiment.records import RunRecord
 from runner.store import Store, StoreError
 
 T0 = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)

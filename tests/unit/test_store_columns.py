@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.records import FindingRow, RunRecord, TranscriptEntry
+from runner.experiment.records import FindingRow, RunRecord, TranscriptEntry
 from runner.redact import REDACTED, Redactor
 from runner.store import CHILD_TABLES, RunBatch, Store, StoreError, feed
 from runner.store import store as store_module
