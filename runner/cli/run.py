@@ -272,8 +272,8 @@ def _execute(
 
     opened = False
     try:  # any way out before the store is open ends the engine (an error, Ctrl-C)
-        from runner.redact import Redactor
         from runner.store import Store, StoreError
+        from runner.store.redact import Redactor
 
         if executor == "ray":  # before the store: a cluster that cannot be reached changes nothing
             try:
