@@ -8,8 +8,8 @@ from typing import Any
 
 import polars as pl
 
+from runner.analysis.agreement import AGREEMENTS, AGREES, NO_CLAIM, NOT_CHECKABLE, UNKNOWN
 from runner.analysis.labels import separate_param_sets
-from runner.execute.agreement import AGREEMENTS, AGREES, NO_CLAIM, NOT_CHECKABLE, UNKNOWN
 from runner.execute.sweep import Progress
 from runner.experiment.records import RunRecord
 

@@ -131,7 +131,7 @@ class RunRecord(BaseModel):
     baseline: bool | None = None
     duplicate_found: bool | None = None  # the harness saw a DUPLICATE_EXECUTION
     real_duplicate: bool | None = None  # ground truth: some operation has more than one real row
-    # R10: the verdict against the real rows (runner.execute.agreement): agrees, disagrees,
+    # R10: the verdict against the real rows (runner.analysis.agreement): agrees, disagrees,
     # no_claim (NOT_TESTED), not_checkable (no ground truth); None when the run failed to run.
     agreement: str | None = None
     agreement_reason: str | None = None  # one sentence: what the verdict claims, what rows say

@@ -7,7 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace as NS
 
 from harness.report import Report
-from runner.execute.agreement import AGREES, DISAGREES, UNKNOWN, judge_agreement
+from runner.analysis.agreement import AGREES, DISAGREES, UNKNOWN, judge_agreement
 from runner.execute.cassettes import CASSETTE_COUNT, cassette_replay_args, cassette_truth
 
 HOW = {"keyUse": "no_key", "afterTimeout": True, "verifiedBefore": False, "parallel": False,
