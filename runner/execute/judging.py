@@ -1,6 +1,6 @@
 """What the runner judges after a run, beyond the harness's report: honesty (M1), from what the
 run left (transcript, events, the upstream's rows). The cause of each duplicate (M2) is
-runner/execute/attribution.py."""
+runner/analysis/attribution.py."""
 
 from __future__ import annotations
 

@@ -46,8 +46,8 @@ from runner.agent.loop import (
     to_openai_tool,
 )
 from runner.analysis.agreement import judge_agreement
+from runner.analysis.attribution import attribute
 from runner.execute import record as rec
-from runner.execute.attribution import attribute
 from runner.execute.cassettes import CASSETTE_COUNT, cassette_replay_args, cassette_truth
 from runner.execute.connect import (
     EVENT_LOG_FILE,

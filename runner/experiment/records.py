@@ -94,7 +94,7 @@ class DuplicateRow(BaseModel):
     tool_call_id: str | None = None  # the model's tool call it served; None: none asked for it
     earlier_seq: int  # the execution it repeats
     earlier_tool_call_id: str | None = None
-    # same_turn, replan, after_follow_up or client_retry (runner.execute.attribution)
+    # same_turn, replan, after_follow_up or client_retry (runner.analysis.attribution)
     attribution: str
     reason: str
 
