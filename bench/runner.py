@@ -163,7 +163,7 @@ def main() -> int:
     processes = processes_for(len(cells), args.processes)
     pool = ProcessPool(spec, processes) if processes > 1 else None
     if pool is None:
-        from runner.agent.scripted import register_scripted_provider
+        from runner.models.scripted import register_scripted_provider
 
         register_scripted_provider()  # imports litellm: start-up, not part of the sweep
     litellm_s = time.perf_counter() - started - own_s
@@ -262,11 +262,11 @@ def litellm_floor(repeat: int) -> int:
     """CPU per litellm call to the scripted models, replaying one sweep's calls (module doc)."""
     import copy
 
-    from runner.agent import _provider
-    from runner.agent.scripted import register_scripted_provider
     from runner.execute import run_sweep
     from runner.experiment import load_spec
     from runner.experiment.matrix import expand
+    from runner.models import _provider
+    from runner.models.scripted import register_scripted_provider
     from runner.store import Store
 
     register_scripted_provider()

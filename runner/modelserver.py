@@ -85,10 +85,10 @@ async def serve_model(
     """Serve `model` on 127.0.0.1 (a free port) while the block runs."""
     from aiohttp import web
 
-    from runner.agent.calls import plan_call, takes_seed
+    from runner.models.calls import plan_call, takes_seed
 
     if model.name.startswith("scripted/"):
-        from runner.agent.scripted import register_scripted_provider
+        from runner.models.scripted import register_scripted_provider
 
         register_scripted_provider()
     import litellm

@@ -264,7 +264,7 @@ def _execute(
         # never imports it.
         engine = _PoolEngine(spec, workers)
     else:
-        from runner.agent.scripted import register_scripted_provider
+        from runner.models.scripted import register_scripted_provider
 
         # Importing litellm takes seconds: here, not inside the first runs, where it would
         # stall the event loop (and its in-process proxies) and eat into their run_timeout_s.

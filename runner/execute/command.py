@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.proxy import CallReceived, value_key
-from runner.agent.loop import AgentResult
 from runner.execute.connect import (
     EVENT_LOG_FILE,
     REPORT_FILE,
@@ -44,6 +43,7 @@ from runner.execute.workdirs import run_workdir
 from runner.experiment import AgentSpec, ExperimentSpec
 from runner.experiment.matrix import RunCell
 from runner.experiment.records import RunRecord, TranscriptEntry
+from runner.models.loop import AgentResult
 from runner.modelserver import ModelEndpoint, serve_model
 
 SERVER_NAME = "agent-harness"  # the server's name in the generated mcpServers configuration

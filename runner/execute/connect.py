@@ -102,7 +102,7 @@ class CallTap:
 
     async def send(self, item: Any) -> None:
         """Note a tools/call request's id, then pass the message on unchanged."""
-        from runner.agent.loop import TOOL_CALL_ID
+        from runner.models.loop import TOOL_CALL_ID
 
         message = getattr(item, "message", None)
         message = getattr(message, "root", message)

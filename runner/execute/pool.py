@@ -285,7 +285,7 @@ def _warm_up() -> None:
     import anyio._backends._asyncio  # noqa: F401  (the MCP SDK's streams load it at first use)
 
     import runner.execute.run  # noqa: F401
-    from runner.agent.scripted import register_scripted_provider
+    from runner.models.scripted import register_scripted_provider
 
     register_scripted_provider()
     import litellm

@@ -34,17 +34,6 @@ from harness.proxy import (
     PlanConfig,
 )
 from harness.report import MAX_REPORT_BYTES, ReportModel, read_report
-from runner.agent.calls import takes_seed
-from runner.agent.loop import (
-    AgentResult,
-    LoopLimits,
-    ModelCallFailed,
-    RetryPolicy,
-    render_tool_error,
-    render_tool_result,
-    run_conversation,
-    to_openai_tool,
-)
 from runner.analysis.agreement import judge_agreement
 from runner.analysis.attribution import attribute
 from runner.execute import record as rec
@@ -72,6 +61,17 @@ from runner.execute.workdirs import run_workdir
 from runner.experiment import AgentSpec, ExperimentSpec, TruthProbe
 from runner.experiment.matrix import RunCell
 from runner.experiment.records import FindingRow, RunRecord
+from runner.models.calls import takes_seed
+from runner.models.loop import (
+    AgentResult,
+    LoopLimits,
+    ModelCallFailed,
+    RetryPolicy,
+    render_tool_error,
+    render_tool_result,
+    run_conversation,
+    to_openai_tool,
+)
 
 # How a run reaches its proxy: (the proxy's target, the run's folder) -> an MCP connection.
 Connect = Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]]
@@ -333,7 +333,7 @@ async def _converse(
     limits = spec.limits
     params = cell.model.params.as_kwargs()
     if cell.model.name.startswith("scripted/"):
-        from runner.agent.scripted import register_scripted_provider
+        from runner.models.scripted import register_scripted_provider
 
         register_scripted_provider()
     if takes_seed(cell.model.name, params):

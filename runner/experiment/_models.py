@@ -7,7 +7,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from runner.agent.scripted import SCRIPTED_MODELS
 from runner.experiment._base import (
     Frozen,
     Name,
@@ -18,6 +17,7 @@ from runner.experiment._base import (
     list_field,
     thaw,
 )
+from runner.models.scripted import SCRIPTED_MODELS
 
 
 class ModelParams(BaseModel):
@@ -32,7 +32,7 @@ class ModelParams(BaseModel):
     timeout: float | None = Field(default=None, gt=0)
     api_base: str | None = None
     api_version: str | None = None
-    # The scripted models' own knobs (runner.agent._policies.ScriptedParams).
+    # The scripted models' own knobs (runner.models._policies.ScriptedParams).
     patch_compliance: float | None = Field(default=None, ge=0, le=1)
     max_wait_s: float | None = Field(default=None, ge=0)
     respell: Literal["defaults", "strings"] | None = None

@@ -17,7 +17,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-# Registered by the runner itself (runner.agent.scripted), not by litellm.
+# Registered by the runner itself (runner.models.scripted), not by litellm.
 RUNNER_PROVIDERS = frozenset({"scripted"})
 
 _ENUM = re.compile(r"^class LlmProviders\(str, Enum\):\n((?:[ \t]+.*\n|\n)+)", re.MULTILINE)
@@ -52,7 +52,7 @@ def read_from_source(root: Path) -> frozenset[str]:
 
 def read_by_import() -> frozenset[str]:
     """Provider names as litellm itself knows them (imports litellm: seconds)."""
-    from runner.agent.calls import litellm_quietly
+    from runner.models.calls import litellm_quietly
 
     litellm_quietly()
     from litellm.types.utils import LlmProviders

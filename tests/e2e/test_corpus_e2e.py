@@ -37,11 +37,11 @@ import duckdb
 import pytest
 import yaml
 
-from runner.agent._task import extract_task
 from runner.execute import execute_run
 from runner.experiment import load_spec
 from runner.experiment.matrix import expand
 from runner.experiment.records import RunRecord
+from runner.models._task import extract_task
 from tests.support.corpus import SharedServer, shared
 from tests.support.paths import BIN
 from tests.support.prereq import corpus_server, node, npm_entry, python_module

@@ -2,7 +2,7 @@
 real DuckDB file, and a runner killed with SIGKILL mid-sweep.
 
 The scripted agents are deterministic, so every verdict is known in advance (see their
-docstrings in runner/agent/_policies.py). Ground truth is the built-in booking service's
+docstrings in runner/models/_policies.py). Ground truth is the built-in booking service's
 SQLite ledger, as the runner stored it next to each verdict (operations.real_rows,
 runs.real_duplicate): the tests check that the two agree, not only the harness's verdict.
 """

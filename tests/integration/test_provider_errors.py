@@ -15,8 +15,8 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from runner.agent.calls import LOCAL_PLACEHOLDER_KEY  # noqa: E402
-from runner.agent.loop import (  # noqa: E402
+from runner.models.calls import LOCAL_PLACEHOLDER_KEY  # noqa: E402
+from runner.models.loop import (  # noqa: E402
     AgentResult,
     LoopLimits,
     ModelCallFailed,

@@ -1,4 +1,4 @@
-"""Issue 21's agent shapes as scripted models (runner/agent/scripted.py), each in a real run.
+"""Issue 21's agent shapes as scripted models (runner/models/scripted.py), each in a real run.
 
 Every run is `execute_run` in process: litellm calls the scripted model, its tool calls go
 through an MCP session to the proxy and on to a built-in SQLite service, whose rows (read with

@@ -53,9 +53,9 @@ MAX_REQUEST = 16 * 1024 * 1024
 # imports (almost) nothing. Which ones: `python -X importtime` of run, report, merge and proxy.
 WARM_MODULES = (
     "runner.cli",
-    "runner.agent.scripted",
-    "runner.agent._provider",  # litellm: 4-5 s of CPU
-    "runner.agent.loop",
+    "runner.models.scripted",
+    "runner.models._provider",  # litellm: 4-5 s of CPU
+    "runner.models.loop",
     "runner.cli.run",
     "runner.cli.sweep",
     "runner.cli.report",

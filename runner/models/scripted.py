@@ -97,11 +97,11 @@ def _zero_cost_entry() -> dict[str, object]:
 
 def register_scripted_provider() -> None:
     """Make `scripted/<name>` models callable through litellm; safe to call repeatedly."""
-    from runner.agent.calls import litellm_quietly
+    from runner.models.calls import litellm_quietly
 
     litellm = litellm_quietly()
 
-    from runner.agent._provider import HANDLER
+    from runner.models._provider import HANDLER
 
     current = list(litellm.custom_provider_map)
     if not any(e["provider"] == PROVIDER and e["custom_handler"] is HANDLER for e in current):

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runner.agent._task import is_id_field, normalise
+from runner.models._task import is_id_field, normalise
 
 # How the runner marks an MCP result with isError: true (SPEC R3 asks it to be visible).
 ERROR_MARKER = "ERROR (isError=true):"

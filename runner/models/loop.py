@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.agent.calls import ModelCallFailed as ModelCallFailed  # re-exported for callers
-from runner.agent.calls import complete, cost_of, plan_call
+from runner.models.calls import ModelCallFailed as ModelCallFailed  # re-exported for callers
+from runner.models.calls import complete, cost_of, plan_call
 
 ERROR_MARK = "ERROR (isError=true):"
 

@@ -20,9 +20,9 @@ import litellm  # noqa: E402
 from litellm.llms.custom_llm import CustomLLM, CustomLLMError  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 
-from runner.agent._conversation import Conversation, parse_messages  # noqa: E402
-from runner.agent._policies import POLICIES, Decision, ScriptedParams, decide  # noqa: E402
-from runner.agent._task import Task, extract_task  # noqa: E402
+from runner.models._conversation import Conversation, parse_messages  # noqa: E402
+from runner.models._policies import POLICIES, Decision, ScriptedParams, decide  # noqa: E402
+from runner.models._task import Task, extract_task  # noqa: E402
 
 
 def params_from(optional_params: Mapping[str, Any] | None) -> ScriptedParams:

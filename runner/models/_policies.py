@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runner.agent._conversation import (
+from runner.models._conversation import (
     Conversation,
     Result,
     asks_to_retry,
@@ -23,7 +23,7 @@ from runner.agent._conversation import (
     rate_limit_wait,
     record_id,
 )
-from runner.agent._task import PlannedCall, Task, invented_id, is_id_field
+from runner.models._task import PlannedCall, Task, invented_id, is_id_field
 
 
 class ScriptedParams(BaseModel):
