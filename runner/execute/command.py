@@ -43,8 +43,8 @@ from runner.execute.workdirs import run_workdir
 from runner.experiment import AgentSpec, ExperimentSpec
 from runner.experiment.matrix import RunCell
 from runner.experiment.records import RunRecord, TranscriptEntry
+from runner.models.endpoint import ModelEndpoint, serve_model
 from runner.models.loop import AgentResult
-from runner.modelserver import ModelEndpoint, serve_model
 
 SERVER_NAME = "agent-harness"  # the server's name in the generated mcpServers configuration
 PIPE_WAIT_S = 5.0  # after the agent ended: how long its output may take to arrive whole

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from runner.experiment import ModelSpec
-from runner.modelserver import serve_model
+from runner.models.endpoint import serve_model
 
 TOOLS = [
     {
