@@ -191,7 +191,7 @@ async def upstream_argv(target: ProxyTarget) -> list[str]:
     fresh = list(target.serve_over_http)
     if not await asyncio.to_thread(_forks):
         return fresh
-    from runner import forkserver
+    from runner.processes import forkserver
 
     return forkserver.SERVER.command("upstream", _upstream_head(fresh), fresh)
 
@@ -204,13 +204,13 @@ def _upstream_head(argv: list[str]) -> int:
 
 def _forks() -> str | None:
     """The runner's fork server's socket, or None (off, or it could not start)."""
-    from runner import forkserver
+    from runner.processes import forkserver
 
     return forkserver.SERVER.address() if forkserver.enabled() else None
 
 
 def _forked(target: ProxyTarget, config: ProxyConfig) -> list[str]:
-    from runner import forkserver
+    from runner.processes import forkserver
 
     if target.builtin_kind is not None and config.upstream_command is not None:
         # A built-in upstream over stdio: its command (`stdio_command`) is the config's.

@@ -27,7 +27,7 @@ def run_workdir(run_id: str) -> tempfile.TemporaryDirectory[str]:
 
 
 def socket_folder() -> str:
-    """The fork server's socket folder (runner/forkserver.py)."""
+    """The fork server's socket folder (runner/processes/forkserver.py)."""
     return tempfile.mkdtemp(prefix=f"agent-harness-forks-p{os.getpid()}-")
 
 

@@ -42,7 +42,7 @@ import threading
 import types
 from typing import Any
 
-from runner import forkserver
+from runner.processes import forkserver
 from tests.support.paths import BIN, ROOT
 
 READY = b"launcher ready\n"

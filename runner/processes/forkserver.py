@@ -5,9 +5,9 @@ interpreters.
 A fresh `python -m runner.upstreams` spends about 1 s of CPU importing the MCP SDK, a fresh
 `agent-harness proxy` about 0.4 s; forked from a process that has imported both, each costs
 about 0.04 s (docs/performance.md). The runner starts one server on first use
-(`python -m runner.forkserver SOCKET`, in a session of its own, single-threaded when it
+(`python -m runner.processes.forkserver SOCKET`, in a session of its own, single-threaded when it
 forks). Each process is still a separate real process: the runner (and the proxy, for its
-upstream) starts `runner/forkclient.py` as the command, which hands its stdin, stdout and
+upstream) starts `runner/processes/forkclient.py` as the command, which hands its stdin, stdout and
 stderr, environment and working folder to the server; the server forks the program with
 them in a new session (its own process group), with signal handlers as a fresh interpreter
 has them, and relays its exit status back, which the client exits with. A signal the client
@@ -403,7 +403,7 @@ class ForkServer:
         folder = socket_folder()
         self.path = os.path.join(folder, "sock")
         self.proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "runner.forkserver", self.path, str(os.getpid())],
+            [sys.executable, "-P", "-m", "runner.processes.forkserver", self.path, str(os.getpid())],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C at the runner's terminal is the runner's
         )  # fmt: skip

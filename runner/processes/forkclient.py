@@ -1,4 +1,4 @@
-"""The command that stands for a forked process (runner/forkserver.py): a tiny program, the
+"""The command that stands for a forked process (runner/processes/forkserver.py): a tiny program, the
 standard library only, run as `python -I -S forkclient.py SOCKET PROGRAM SKIP FRESH-ARGV...`.
 
 It hands its own stdin, stdout and stderr to the runner's fork server, which forks PROGRAM
