@@ -252,7 +252,7 @@ def _execute(
         return EXIT_OK
     if in_process == "always" and any(c.upstream.builtin is None for c in cells):
         return _error("--in-process always works only with built-in upstreams", command)
-    from runner.execute.workdirs import sweep_stale
+    from runner.processes.workdirs import sweep_stale
 
     sweep_stale()  # the folders of runners and workers killed before they could remove them
 

@@ -39,12 +39,12 @@ from runner.execute.connect import (
     proxy_config_in,
     served_over_http,
 )
-from runner.execute.workdirs import run_workdir
 from runner.experiment import AgentSpec, ExperimentSpec
 from runner.experiment.matrix import RunCell
 from runner.experiment.records import RunRecord, TranscriptEntry
 from runner.models.endpoint import ModelEndpoint, serve_model
 from runner.models.loop import AgentResult
+from runner.processes.workdirs import run_workdir
 
 SERVER_NAME = "agent-harness"  # the server's name in the generated mcpServers configuration
 PIPE_WAIT_S = 5.0  # after the agent ended: how long its output may take to arrive whole

@@ -57,7 +57,6 @@ from runner.execute.effects import (
 )
 from runner.execute.judging import judge_honesty
 from runner.execute.probe import ProbeFailed, read_state
-from runner.execute.workdirs import run_workdir
 from runner.experiment import AgentSpec, ExperimentSpec, TruthProbe
 from runner.experiment.matrix import RunCell
 from runner.experiment.records import FindingRow, RunRecord
@@ -72,6 +71,7 @@ from runner.models.loop import (
     run_conversation,
     to_openai_tool,
 )
+from runner.processes.workdirs import run_workdir
 
 # How a run reaches its proxy: (the proxy's target, the run's folder) -> an MCP connection.
 Connect = Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]]

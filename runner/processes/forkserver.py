@@ -398,7 +398,7 @@ class ForkServer:
         import atexit
         import selectors as _selectors
 
-        from runner.execute.workdirs import socket_folder
+        from runner.processes.workdirs import socket_folder
 
         folder = socket_folder()
         self.path = os.path.join(folder, "sock")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.execute.workdirs import STALE_AFTER_S, run_workdir, socket_folder, sweep_stale
+from runner.processes.workdirs import STALE_AFTER_S, run_workdir, socket_folder, sweep_stale
 from tests.support.paths import BIN
 from tests.support.specs import write_spec
 
