@@ -1,8 +1,7 @@
-"""The command line's frame: the typer app, one-line usage errors, error and status lines, exit codes.
+"""The command line's frame: the typer app, one-line usage errors, `--version`.
 
-Every user error ends as one line on stderr and exit code 1; no tracebacks (V4). Exit codes
-(V5; the same in `--help` and docs): 0 done, 1 bad input, 2 a regression (`sweep`), 3 a run
-failed to run or was not run, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+A usage error is one line on stderr and exit code 1 (V4), like every other bad input; the exit
+codes, error and status lines themselves are runner/exits.py's.
 """
 
 from __future__ import annotations
@@ -16,43 +15,11 @@ from typer.core import TyperGroup
 from harness import __version__
 from harness.base.textsafe import terminal
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_REGRESSION = 2
-EXIT_RUNS_FAILED = 3
-EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT)
-EXIT_TERMINATED = 143  # SIGTERM (128 + 15, as a shell reports it): ended like Ctrl-C (V14)
-
-
-def interrupt_handled() -> int:
-    """Ctrl-C was caught and handled: returns EXIT_INTERRUPTED, and makes it the exit code.
-
-    CPython 3.11 marks the process to kill itself with SIGINT at exit, caught or not, once a
-    KeyboardInterrupt has passed through `exec` of a string (dataclasses and namedtuples build
-    their methods that way while modules import) when it runs as `python -m` (`make run-local`);
-    the exit status would then be "killed by SIGINT" instead of 130. A fresh `exec` of a string
-    clears the mark."""
-    exec("pass")
-    return EXIT_INTERRUPTED
-
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print one error line and return the Exit to raise."""
     typer.echo(f"agent-harness: error: {message}", err=True)
     return typer.Exit(code)
-
-
-def print_error(command: str, message: str) -> int:
-    """One error line per problem (a spec can have several, one per FILE:LINE), each escaped
-    on its own so no foreign text can drive the terminal (V4, V6); returns EXIT_ERROR."""
-    for line in message.splitlines() or [""]:
-        print(f"agent-harness {command}: error: {terminal(line)}", file=sys.stderr)
-    return EXIT_ERROR
-
-
-def say(line: str) -> None:
-    """A line for the user on stderr; names and errors in it cannot drive the terminal (V6)."""
-    print(terminal(line, lines=True), file=sys.stderr)
 
 
 def version_callback(value: bool) -> None:

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run-local: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        from runner.cli.app import interrupt_handled
+        from runner.exits import interrupt_handled
 
         print(
             "\nInterrupted: the model server is stopped; finished runs are stored.", file=sys.stderr

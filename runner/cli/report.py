@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 
 from harness.base.errors import HarnessError
-from runner.cli.app import EXIT_OK
-from runner.cli.app import print_error as _error  # one line per problem
+from runner.exits import EXIT_OK
+from runner.exits import print_error as _error  # one line per problem
 
 
 def report_command(

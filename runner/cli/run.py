@@ -22,7 +22,7 @@ import typer
 
 from harness.base.errors import HarnessError
 from harness.base.textsafe import terminal
-from runner.cli.app import (
+from runner.exits import (
     EXIT_OK,
     EXIT_RUNS_FAILED,
     EXIT_TERMINATED,

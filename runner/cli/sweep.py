@@ -12,10 +12,10 @@ import typer
 from harness.base.errors import HarnessError
 from harness.base.outfile import STDOUT, resolve, write_file
 from harness.base.textsafe import terminal
-from runner.cli.app import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, EXIT_RUNS_FAILED
-from runner.cli.app import print_error as _error  # one line per problem
 from runner.cli.report import default_report_path, report
 from runner.cli.run import ADDRESS_HELP, CPUS_HELP, EXECUTOR_HELP, PROCESSES_HELP, execute
+from runner.exits import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, EXIT_RUNS_FAILED
+from runner.exits import print_error as _error  # one line per problem
 
 if TYPE_CHECKING:
     from runner.analysis.regression import Summary

@@ -135,7 +135,7 @@ def test_v4_a_spec_with_several_problems_prints_one_error_line_per_problem(root,
 
 INTERRUPTED_MODULE = """\
 import os, signal, sys
-from runner.cli.app import interrupt_handled
+from runner.exits import interrupt_handled
 
 try:  # Ctrl-C lands while a module builds a method with exec, as dataclasses do on import
     exec("os.kill(os.getpid(), signal.SIGINT)\\nfor _ in range(1000): pass")
