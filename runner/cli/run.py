@@ -314,8 +314,8 @@ def _sweep(
     part: str = "",
     engine: Any = None,
 ) -> Executed | int:
-    from runner.cli.terminal import ProgressLine, summary_table
     from runner.execute import run_sweep
+    from runner.execute.terminal import ProgressLine, summary_table
 
     say(
         f"Experiment {spec.name}: {len(cells)} runs in the matrix"

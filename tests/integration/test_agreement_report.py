@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from runner.analysis import analyse
-from runner.cli.terminal import summary_table
+from runner.execute.terminal import summary_table
 from runner.experiment.records import FindingRow, RunRecord
 from runner.html import render_markdown, write_report
 from runner.store import Store
