@@ -27,7 +27,7 @@ def run(spec: Path, db: Path, html: Path, experiment: str | None) -> int:
     """Serve the local model, run the experiment against it, write the HTML report."""
     from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS
     from runner.cli.report import report
-    from runner.cli.run import run_experiment
+    from runner.execute.experiment import run_experiment
 
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     started = time.monotonic()

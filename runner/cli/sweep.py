@@ -13,7 +13,7 @@ from harness.base.errors import HarnessError
 from harness.base.outfile import STDOUT, resolve, write_file
 from harness.base.textsafe import terminal
 from runner.cli.report import default_report_path, report
-from runner.cli.run import ADDRESS_HELP, CPUS_HELP, EXECUTOR_HELP, PROCESSES_HELP, execute
+from runner.cli.run import ADDRESS_HELP, CPUS_HELP, EXECUTOR_HELP, PROCESSES_HELP
 from runner.exits import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, EXIT_RUNS_FAILED
 from runner.exits import print_error as _error  # one line per problem
 
@@ -122,6 +122,7 @@ def sweep(
         junit_xml,
         load_summary,
     )
+    from runner.execute.experiment import execute
     from runner.store import StoreError
 
     if baseline is not None and not baseline.exists():

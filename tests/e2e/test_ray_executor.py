@@ -204,7 +204,7 @@ def test_g1_a_run_without_executor_ray_never_imports_ray(spec_path: Path, tmp_pa
     probe = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from runner.cli.run import run_experiment\n"
+        "from runner.execute.experiment import run_experiment\n"
         f"code = run_experiment(Path({str(spec_path)!r}), db=Path('x.duckdb'), concurrency=None,"
         " resume=True, retry_errors=False, only=['model=scripted/careful', 'scenario=F4',"
         " 'patch=none'], dry_run=False, in_process=None)\n"

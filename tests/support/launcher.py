@@ -57,6 +57,7 @@ WARM_MODULES = (
     "runner.models._provider",  # litellm: 4-5 s of CPU
     "runner.models.loop",
     "runner.cli.run",
+    "runner.execute.experiment",
     "runner.cli.sweep",
     "runner.cli.report",
     "runner.cli.merge",
