@@ -5,8 +5,8 @@ interpreters.
 A fresh `python -m runner.upstreams` spends about 1 s of CPU importing the MCP SDK, a fresh
 `agent-harness proxy` about 0.4 s; forked from a process that has imported both, each costs
 about 0.04 s (docs/performance.md). The runner starts one server on first use
-(`python -m runner.processes.forkserver SOCKET`, in a session of its own, single-threaded when it
-forks). Each process is still a separate real process: the runner (and the proxy, for its
+(`python -m runner.forkentry SOCKET PID`, in a session of its own, single-threaded when it
+forks; runner/forkentry.py says which programs it forks and what it imports for them). Each process is still a separate real process: the runner (and the proxy, for its
 upstream) starts `runner/processes/forkclient.py` as the command, which hands its stdin, stdout and
 stderr, environment and working folder to the server; the server forks the program with
 them in a new session (its own process group), with signal handlers as a fresh interpreter
@@ -33,6 +33,7 @@ import subprocess
 import sys
 import threading
 import types
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,11 @@ READY = b"fork server ready\n"
 START_TIMEOUT_S = 120.0
 CLIENT = Path(__file__).with_name("forkclient.py")
 PROGRAMS = ("agent-harness", "upstream")
-# Modules the server imports so that a forked proxy or built-in upstream imports nothing.
-WARM_MODULES = ("runner.entry", "runner.cli", "runner.cli.proxy", "harness.proxy.main",
-                "runner.upstreams.__main__", "mcp.server.stdio", "mcp.client.session")  # fmt: skip
-# Variables read while those modules import: a request whose value differs from the server's
+# The server's own process: it imports the programs it forks, which stand above this room.
+ENTRY = "runner.forkentry"
+# A program: its arguments -> the function a forked child runs as its `main`.
+Program = Callable[[list[str]], Callable[[], Any]]
+# Variables read while the warm modules import: a request whose value differs from the server's
 # starts fresh (the fork would see the server's).
 IMPORT_TIME_PREFIXES = ("PYTHON", "LC_", "MCP_")
 IMPORT_TIME_NAMES = frozenset({"LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "NO_COLOR",
@@ -72,8 +74,11 @@ def _threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
-def serve(path: str, runner_pid: int) -> None:
-    """Fork each requested process until the runner (`runner_pid`, this process's parent) ends."""
+def serve(
+    path: str, runner_pid: int, programs: Mapping[str, Program], warm_modules: Sequence[str]
+) -> None:
+    """Fork each requested process until the runner (`runner_pid`, this process's parent) ends:
+    `programs` by name, once `warm_modules` are imported (so a forked one imports nothing)."""
     import ctypes
     import importlib
 
@@ -85,7 +90,7 @@ def serve(path: str, runner_pid: int) -> None:
         return
     if os.getppid() != runner_pid:
         return
-    for name in WARM_MODULES:
+    for name in warm_modules:
         importlib.import_module(name)
     libc = ctypes.CDLL(None, use_errno=True)
     gc.collect()
@@ -134,7 +139,7 @@ def serve(path: str, runner_pid: int) -> None:
             raise
         if pid == 0:
             os.close(set_up)
-            _child(request, fds, [*open_fds, conn.fileno()], set_up_w, libc)
+            _child(request, fds, [*open_fds, conn.fileno()], set_up_w, libc, programs)
         os.close(set_up_w)
         os.read(set_up, 1)  # the child has its fds, session, folder and environment
         os.close(set_up)
@@ -168,7 +173,7 @@ def serve(path: str, runner_pid: int) -> None:
                     conn.close()
                     continue
                 try:
-                    reason = _refusal(request, server_env)
+                    reason = _refusal(request, server_env, programs)
                     started = None if reason is not None else _fork(request, fds, conn, libc)
                 except OSError as exc:  # no descriptor, process or memory left for a fork
                     reason, started = f"cannot fork: {exc.strerror or exc}", None
@@ -204,8 +209,10 @@ def serve(path: str, runner_pid: int) -> None:
                 end(key.fd)
 
 
-def _refusal(request: dict[str, Any], server_env: dict[str, str]) -> str | None:
-    if request.get("program") not in PROGRAMS:
+def _refusal(
+    request: dict[str, Any], server_env: dict[str, str], programs: Mapping[str, Program]
+) -> str | None:
+    if request.get("program") not in programs:
         return f"unknown program {request.get('program')!r}"
     names = differing(request.get("env", {}), server_env)
     return "import-time variables differ: " + ", ".join(names) if names else None
@@ -244,7 +251,12 @@ def send(conn: socket.socket, message: dict[str, Any]) -> None:
 
 
 def _child(
-    request: dict[str, Any], fds: list[int], server_fds: list[int], set_up: int, libc: Any
+    request: dict[str, Any],
+    fds: list[int],
+    server_fds: list[int],
+    set_up: int,
+    libc: Any,
+    programs: Mapping[str, Program],
 ) -> None:
     """In the forked child: become the requested process, run the program, exit."""
     code = 70
@@ -264,7 +276,7 @@ def _child(
         sys.modules["__main__"] = main
         os.close(set_up)  # the server answers the client with the pid now
         reconfigure_streams()
-        code = run_main(_program(request["program"], request["argv"]))
+        code = run_main(programs[request["program"]](request["argv"]))
     except BaseException:  # noqa: BLE001 - the server's own failure, on the child's stderr
         import traceback
 
@@ -311,18 +323,6 @@ def reconfigure_streams() -> None:
                 stream.reconfigure(line_buffering=stream is sys.stderr or stream.isatty())
             except (OSError, ValueError):
                 pass
-
-
-def _program(program: str, argv: list[str]) -> Any:
-    if program == "upstream":
-        from runner.upstreams.__main__ import main as upstream_main
-
-        sys.argv = [sys.executable, *argv]
-        return lambda: upstream_main(argv)
-    from runner.entry import main as entry_main
-
-    sys.argv = ["agent-harness", *argv]
-    return entry_main
 
 
 def run_main(main: Any) -> int:
@@ -403,7 +403,7 @@ class ForkServer:
         folder = socket_folder()
         self.path = os.path.join(folder, "sock")
         self.proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "runner.processes.forkserver", self.path, str(os.getpid())],
+            [sys.executable, "-P", "-m", ENTRY, self.path, str(os.getpid())],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C at the runner's terminal is the runner's
         )  # fmt: skip
@@ -440,6 +440,3 @@ SERVER = ForkServer()
 def enabled() -> bool:
     return os.environ.get("AGENT_HARNESS_FORK_SERVER", "1") != "0"
 
-
-if __name__ == "__main__":
-    serve(sys.argv[1], int(sys.argv[2]))
