@@ -19,9 +19,25 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from runner.experiment import ModelSpec
+
+class ModelParams(Protocol):
+    """A model's parameters (a spec's `ModelParams`)."""
+
+    def as_kwargs(self) -> dict[str, Any]: ...
+
+
+class Model(Protocol):
+    """What the endpoint serves: a litellm model name and its parameters (a spec's `ModelSpec`;
+    the experiment room stands above this one, so it is named by its shape)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def params(self) -> ModelParams: ...
+
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 
@@ -79,9 +95,7 @@ def _plain(message: dict[str, Any]) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def serve_model(
-    model: ModelSpec, seed: int, timeout_s: float
-) -> AsyncIterator[ModelEndpoint]:
+async def serve_model(model: Model, seed: int, timeout_s: float) -> AsyncIterator[ModelEndpoint]:
     """Serve `model` on 127.0.0.1 (a free port) while the block runs."""
     from aiohttp import web
 
