@@ -304,7 +304,7 @@ def _warm_up() -> None:
 
 
 async def _warm_up_run() -> RunRecord:
-    from runner.execute.run import execute_run
+    from runner.execute.cell import execute_run
     from runner.experiment import load_spec
     from runner.experiment.matrix import expand
 
@@ -383,7 +383,8 @@ def _worker(server: int, fd: int) -> None:
 
 
 async def _work(sock: socket.socket) -> None:
-    from runner.execute.run import execute_run, failed_run
+    from runner.execute.cell import execute_run
+    from runner.execute.run import failed_run
 
     reader, writer = await asyncio.open_connection(sock=sock)
     tasks: dict[int, asyncio.Task[None]] = {}

@@ -22,7 +22,8 @@ from typing import Any
 import ray
 from ray import exceptions as rx
 
-from runner.execute.run import execute_run, failed_run
+from runner.execute.cell import execute_run
+from runner.execute.run import failed_run
 from runner.experiment import ExperimentSpec
 from runner.experiment.matrix import RunCell
 from runner.experiment.records import RunRecord

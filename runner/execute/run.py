@@ -4,6 +4,10 @@ A run: start the proxy (subprocess or in process) in front of the cell's upstrea
 MCP client, drive the model through litellm over the conversation, end the session, then read
 what the harness judged (the report file), what happened (the event log, the transcript) and,
 for built-in upstreams, how many rows really exist per operation (ground truth).
+
+This is the run of the runner's own agent loop (`execute_loop_run`); the frame around the
+conversation (the proxy target, the truth probe, what the run left and its record) serves a
+command agent's run too (command.py). `execute_run` (cell.py) picks one by the cell's agent.
 """
 
 from __future__ import annotations
@@ -175,7 +179,7 @@ def system_prompt(cell: RunCell, patch_text: str | None) -> str:
     return f"{cell.prompt.text.rstrip()}\n\n{patch_text}"
 
 
-async def execute_run(
+async def execute_loop_run(
     cell: RunCell,
     spec: ExperimentSpec,
     *,
@@ -184,18 +188,8 @@ async def execute_run(
     keep_dir: Path | None = None,
     connect: Connect | None = None,
 ) -> RunRecord:
-    """Run one cell once; provider and proxy failures become a record with status=error.
-
-    `connect` hosts the proxy and its upstream another way (the corpus of real servers keeps
-    one server process for many runs, tests/support/corpus.py); by default a subprocess, or
-    this process for a built-in upstream."""
-    if isinstance(cell.model, AgentSpec):  # U1: a command agent (runner.execute.command)
-        from runner.execute.command import execute_command_run
-
-        return await execute_command_run(
-            cell, spec, patch_text=patch_text,
-            system_prompt=system_prompt(cell, patch_text), keep_dir=keep_dir,
-        )  # fmt: skip
+    """Run one cell once with the runner's own agent loop (`execute_run` in cell.py picks it);
+    provider and proxy failures become a record with status=error. `connect`: as there."""
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     workdir_ctx = run_workdir(cell.run_id)

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.execute.caps import ModelCaps
+from runner.execute.cell import execute_run
 from runner.execute.collector import fewer_collections
 from runner.execute.early_stop import EarlyStop
 from runner.execute.record import patch_block
-from runner.execute.run import execute_run
 from runner.experiment import ExperimentSpec
 from runner.experiment.matrix import RunCell
 from runner.experiment.records import PatchRow, RunRecord
