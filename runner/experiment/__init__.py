@@ -4,7 +4,8 @@
 keys are errors: a typo must not silently change an experiment), reads the prompt and patch
 files, and checks what a schema cannot see (unique names, distinct conditions, reserved model
 parameters). Every problem becomes one line `FILE:LINE: FIELD: message` in a `SpecError`.
-`runner.experiment.matrix.expand(spec)` turns the spec into runs.
+`runner.experiment.matrix.expand(spec)` turns the spec into the matrix of cells, each run
+once; `runner.experiment.records` holds what each run leaves (the store's rows).
 """
 
 from runner.experiment._agents import PLACEHOLDERS, AgentSpec
