@@ -10,7 +10,7 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from harness import __version__
 from harness.base.textsafe import terminal
@@ -28,7 +28,30 @@ def version_callback(value: bool) -> None:
         raise typer.Exit(0)
 
 
-class OneLineErrors(TyperGroup):
+class FlagsWithoutType:
+    """`--help` names no type beside a flag: a flag takes no value. Typer's help shows the
+    type of every option, `<bool>` for a flag (`--dry-run <bool>`, `--help <bool>`)."""
+
+    def format_help(self, ctx: typer.Context, formatter: Any) -> None:
+        for param in self.get_params(ctx):  # type: ignore[attr-defined]
+            if getattr(param, "is_flag", False) and not getattr(param, "count", False):
+                param.metavar = ""  # what the help shows as its type; a flag parses none
+        super().format_help(ctx, formatter)  # type: ignore[misc]
+
+
+class Command(FlagsWithoutType, TyperCommand):
+    """Every command of the command line."""
+
+
+class App(typer.Typer):
+    """The typer app whose commands are `Command`s unless one says otherwise."""
+
+    def command(self, *args: Any, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Any:
+        """Typer's `command`, with `Command` as the default class."""
+        return super().command(*args, cls=cls or Command, **kwargs)
+
+
+class OneLineErrors(FlagsWithoutType, TyperGroup):
     """The top-level command group: a usage error (an unknown option or command, a bad or
     missing value) is one line on stderr and exit code 1, like every other bad input.
 
@@ -64,7 +87,7 @@ def usage_error_line(exc: typer.TyperException) -> str:
 
 def make_app(help: str) -> typer.Typer:
     """A typer app with one-line usage errors and `--version`; the commands are added to it."""
-    app = typer.Typer(
+    app = App(
         name="agent-harness",
         help=help,
         cls=OneLineErrors,
