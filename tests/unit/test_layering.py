@@ -83,13 +83,15 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+def _runtime_imports(tree: ast.AST, at_load: bool = False) -> list[ast.Import | ast.ImportFrom]:
     """Every import statement that can run: at module level or inside functions, not under
-    `if TYPE_CHECKING:`."""
+    `if TYPE_CHECKING:`; with `at_load`, only those that run when the module loads."""
     found: list[ast.Import | ast.ImportFrom] = []
 
     def walk(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
+            if at_load and isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
             if isinstance(child, ast.If) and _is_type_checking(child):
                 for other in child.orelse:
                     walk(other)
@@ -102,12 +104,12 @@ def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
-def imported_modules(path: Path) -> set[str]:
+def imported_modules(path: Path, at_load: bool = False) -> set[str]:
     """Every module a file imports at run time, `from harness.base import jsonutil` as
     harness.base.jsonutil; the package itself only where a name its face hands on is imported
     (`from runner.store import migrations` takes a sibling module, not the face's names)."""
     found = set()
-    for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8")), at_load):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif node.module and node.level == 0:
@@ -245,6 +247,18 @@ def test_every_runner_module_lives_in_a_room_and_imports_only_downwards() -> Non
 def test_the_runner_import_graph_has_no_circle() -> None:  # DESIGN, issue 33
     circles = import_circles(_graph("runner"))
     assert not circles, f"import circles: {circles}"
+
+
+def test_the_command_line_loads_no_engine_before_its_command_runs() -> None:  # issue 33
+    # runner/cli/ parses the flags and calls: an engine (runner/execute/) is imported inside
+    # the command that runs it, so every other command starts without it.
+    wrong = sorted(
+        f"{path.relative_to(ROOT)}: {module}"
+        for path in _python_files("runner/cli")
+        for module in imported_modules(path, at_load=True)
+        if module.split(".")[0] == "runner" and room_of(module, RUNNER_RANKS) == "runner.execute"
+    )
+    assert not wrong, wrong
 
 
 def test_the_runner_has_few_loose_modules() -> None:  # DESIGN, issue 33: each module in its room
