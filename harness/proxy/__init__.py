@@ -9,7 +9,16 @@ run, import the harness through here.
 
 from harness.events import CallReceived, FaultApplied
 from harness.events import read_jsonl as read_event_log
-from harness.faults import FAULTS, HTTP_ONLY, INJECTING, MAX_RETRY_AFTER_S, SCENARIOS, PlanConfig
+from harness.faults import (
+    FAULTS,
+    HTTP_ONLY,
+    INJECTING,
+    MAX_RETRY_AFTER_S,
+    SCENARIOS,
+    Param,
+    PlanConfig,
+    error_rate_problem,
+)
 from harness.operations.classify import DEFAULT_KEY_FIELDS, ClassifierConfig
 from harness.operations.identity import operation_id, value_key
 from harness.proxy.args import ProxyConfig, parse, proxy_argv
@@ -28,9 +37,11 @@ __all__ = [
     "FaultApplied",
     "HeaderSpec",
     "InProcessProxy",
+    "Param",
     "PlanConfig",
     "ProxyConfig",
     "SCENARIOS",
+    "error_rate_problem",
     "in_process_proxy",
     "operation_id",
     "parse",

@@ -249,25 +249,25 @@ ERROR_CASES = [
         "error_rate out of range",
         spec_text(scenarios="\n  - chaos:\n      error_rate: 1.5  " + MARK),
         "scenarios[0].chaos.error_rate",
-        "less than or equal to 1, got 1.5",
+        "error_rate must be between 0 and 1, got 1.5",  # the registry's rule (S9)
     ),
     (
         "retry_after out of range",
         spec_text(scenarios="\n  - F2:\n      retry_after: 86401  " + MARK),
         "scenarios[0].F2.retry_after",
-        "less than or equal to 86400",
+        "retry_after must be above 0 and at most 86400 seconds, got 86401",
     ),
     (
         "latency below its bound",  # H2: F9's bounds come from its class
         spec_text(scenarios="\n  - F9:\n      latency_ms: 0  " + MARK),
         "scenarios[0].F9.latency_ms",
-        "greater than or equal to 1, got 0",
+        "latency_ms must be at least 1 and at most 600000 milliseconds, got 0",
     ),
     (
         "latency above its bound",
         spec_text(scenarios="\n  - {F9: {latency_ms: 600001}}  " + MARK),
         "scenarios[0].F9.latency_ms",
-        "less than or equal to 600000",
+        "latency_ms must be at least 1 and at most 600000 milliseconds, got 600001",
     ),
     (
         "latency not a whole number",
