@@ -1,10 +1,11 @@
 """The proxy's public face: what a caller needs to run one proxy and read what it recorded.
 
-Configure it (`ProxyConfig` with its `PlanConfig` and `ClassifierConfig`), start it as a
-subprocess (`proxy_command`, whose flags `proxy_argv` writes and `parse` reads back) or in
-this process (`in_process_proxy`), then read its event log (`read_event_log`); `proxy_main`
-is the whole `agent-harness proxy` command line. The runner, and a Ray worker executing one
-run, import the harness through here.
+Configure it (`ProxyConfig` with its `PlanConfig`, checked by the fault registry as it is
+built, and `ClassifierConfig`), start it as a subprocess (`proxy_command`: the config goes
+over as one file, `--config FILE`) or in this process (`in_process_proxy`: the config object
+itself), then read its event log (`read_event_log`); `proxy_main` is the whole
+`agent-harness proxy` command line, whose flags `parse` reads into the same ProxyConfig. The
+runner, and a Ray worker executing one run, import the harness through here.
 """
 
 from harness.events import CallReceived, FaultApplied
@@ -21,12 +22,13 @@ from harness.faults import (
 )
 from harness.operations.classify import DEFAULT_KEY_FIELDS, ClassifierConfig
 from harness.operations.identity import operation_id, value_key
-from harness.proxy.args import ProxyConfig, parse, proxy_argv
-from harness.proxy.hosting import InProcessProxy, in_process_proxy, proxy_command
+from harness.proxy.args import ProxyConfig, parse
+from harness.proxy.hosting import CONFIG_FILE, InProcessProxy, in_process_proxy, proxy_command
 from harness.proxy.main import main as proxy_main
 from harness.wire.http.headers import HeaderSpec, valid_header_name
 
 __all__ = [
+    "CONFIG_FILE",
     "DEFAULT_KEY_FIELDS",
     "FAULTS",
     "HTTP_ONLY",
@@ -45,7 +47,6 @@ __all__ = [
     "in_process_proxy",
     "operation_id",
     "parse",
-    "proxy_argv",
     "proxy_command",
     "proxy_main",
     "read_event_log",

@@ -1,20 +1,25 @@
-"""`proxy_argv` inverts the flag parser (X1): parse(proxy_argv(config)) == config.
-
-The runner starts `agent-harness proxy` from a ProxyConfig; whatever the config says must reach
-the subprocess unchanged. The property runs over every config the parser can produce.
+"""One typed hand-off of a proxy's config (X1, issue 33): a program that starts
+`agent-harness proxy` (the runner) writes its ProxyConfig to one file and passes
+`--config FILE`; the proxy reads back exactly that config, checked as flags are (the fault plan
+by the registry). The property runs over every config the parser can produce, and more.
 """
 
 from __future__ import annotations
 
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.base.errors import UsageError
 from harness.faults import ANY_TRANSPORT, FAULTS, PARAMS, users_of
-from harness.proxy import ClassifierConfig, PlanConfig, ProxyConfig, parse, proxy_argv
+from harness.proxy import ClassifierConfig, PlanConfig, ProxyConfig, parse, proxy_command
 from harness.proxy.args import FLAGS
 from harness.wire.http.headers import HeaderSpec, SecretValue
 from harness.wire.http.limits import ListenLimits
-from harness.wire.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 # Free text: anything but NUL (not allowed in argv) and not empty (X1 refuses empty values).
 text = st.text(st.characters(blacklist_characters="\x00"), min_size=1, max_size=12)
@@ -105,60 +110,111 @@ command_configs = st.builds(
     upstream_timeout_s=positive,
     max_message_bytes=st.integers(1024, 2**40),
     listen=listens,
+    listen_limits=st.builds(  # V10: any bounds travel, not only the parser's defaults
+        ListenLimits, st.integers(1, 10**6), positive, st.integers(1, 10**6), positive,
+        positive, positive,
+    ),  # fmt: skip
 )
 configs = command_configs | st.builds(
     lambda base, http: ProxyConfig(**{**base.__dict__, **http}), command_configs, http_sides()
 )
 
 
+def handed(config: ProxyConfig, folder: Path) -> ProxyConfig:
+    """What a proxy started with `proxy_command(config)` reads: the flags after `proxy`."""
+    argv = proxy_command(config, folder)
+    flags = argv[argv.index("proxy") + 1 :]
+    assert len(flags) == 1 and flags[0].startswith("--config=")  # one flag, one file
+    parsed = parse(flags)
+    assert parsed.config is not None
+    return parsed.config
+
+
 @settings(max_examples=300, deadline=None)
 @given(configs)
-def test_x1_parse_of_proxy_argv_gives_back_the_config(config: ProxyConfig) -> None:  # X1
-    assert parse(proxy_argv(config)).config == config
+def test_x1_the_config_file_gives_back_the_config_it_was_written_from(config: ProxyConfig) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        back = handed(config, Path(folder))
+    assert back == config
+    # V3: a header value given directly stays one that never shows itself
+    assert all(isinstance(h.value, SecretValue) for h in back.upstream_headers if h.value)
 
 
-def test_x1_proxy_argv_writes_every_flag_that_sets_something() -> None:  # X1
-    # A flag added to the parser but not to proxy_argv would be lost on the way to a proxy
-    # subprocess. The comma forms are aliases of the repeatable flags.
-    full = ProxyConfig(
-        upstream_command="python3",
-        upstream_args=("a",),
-        upstream_cwd="/tmp",
-        upstream_env={"K": "V"},
-        plan=PlanConfig(chaos_error_rate=0.5, seed=7, fault_delay_ms=5),
-        classifier=ClassifierConfig(
-            write_globs=("w*",),
-            read_globs=("r*",),
-            keys_honoured=("pay_*",),
-            idempotent_globs=("put_*",),
-            distrust_annotations=True,
-        ),  # fmt: skip
-        report_file="r.json",
-        event_log="e.jsonl",
-        max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES + 1,
-    )
-    # H2: each fault parameter's flag, from a scenario that takes it (the registry).
-    faulted = [
-        ProxyConfig(upstream_command="python3", plan=PlanConfig(scenario=users_of(param)[0]))
-        for param in PARAMS
-    ]
-    http = ProxyConfig(
-        upstream_url="http://127.0.0.1:8000/mcp",
-        upstream_headers=(HeaderSpec("A", value=SecretValue("b")), HeaderSpec("C", env="D")),
-        listen=("127.0.0.1", 0),
-        allowed_origins=("https://app.example",),
-        listen_limits=ListenLimits(1, 2.0, 3, 4.0, 5.0, 6.0),  # V10: none at its default
-    )
-    written = {
-        arg.partition("=")[0]
-        for config in (full, *faulted, http)
-        for arg in proxy_argv(config)
-        if arg.startswith("--")
-    }
-    aliases = {"--upstream-args", "--upstream-env"}
-    assert written == {flag.name for flag in FLAGS} - aliases
+def test_x1_every_flag_reaches_a_proxy_through_its_config_file(tmp_path: Path) -> None:  # X1
+    # Every setting a flag can make travels in the file: a new flag whose setting the file
+    # did not carry would be lost on the way from the runner to its proxy. The comma forms
+    # are aliases of the repeatable flags; --config is the file itself.
+    every = [
+        ["--upstream-command=python3", "--upstream-arg=a", "--upstream-cwd=/tmp",
+         "--upstream-env-var=K=V", "--mode", "chaos", "--error-rate", "0.5", "--seed", "7",
+         "--fault-delay", "5", "--write-tools=w*", "--read-tools=r*", "--key-fields=k",
+         "--keys-honoured=pay_*", "--idempotent-tools=put_*", "--distrust-annotations",
+         "--audit-tools", "off", "--report-file=r.json", "--event-log=e.jsonl",
+         "--upstream-timeout", "2.5", "--max-message-bytes", "4096"],
+        ["--upstream-url=http://127.0.0.1:8000/mcp", "--upstream-header=A: b",
+         "--upstream-header-env=C=D", "--listen", "127.0.0.1:0",
+         "--allowed-origin=https://app.example", "--max-sessions", "1",
+         "--session-idle-timeout", "2", "--max-connections", "3", "--http-header-timeout", "4",
+         "--http-body-timeout", "5", "--http-idle-timeout", "6"],
+        # H2: each fault parameter's flag, with a scenario that takes it (the registry)
+        *(["--upstream-command=x", "--listen=127.0.0.1:0", "--scenario", users_of(param)[0],
+           param.flag, param.text(param.high)] for param in PARAMS),
+    ]  # fmt: skip
+    given_flags = {arg.partition("=")[0] for argv in every for arg in argv if arg[:2] == "--"}
+    aliases = {"--upstream-args", "--upstream-env", "--config"}
+    assert given_flags == {flag.name for flag in FLAGS} - aliases
+    for argv in every:
+        config = parse(argv).config
+        assert config is not None
+        assert handed(config, tmp_path) == config
 
 
-def test_x1_proxy_argv_keeps_values_that_begin_with_dashes() -> None:  # X1
+def test_x1_values_that_begin_with_dashes_travel_as_they_are(tmp_path: Path) -> None:  # X1
     config = ProxyConfig(upstream_command="--cmd", upstream_args=("--flag", "-x"))
-    assert parse(proxy_argv(config)).config == config
+    assert handed(config, tmp_path) == config
+
+
+def test_x1_config_file_goes_alone(tmp_path: Path) -> None:  # X1
+    argv = proxy_command(ProxyConfig(upstream_command="x"), tmp_path)
+    with pytest.raises(UsageError, match="--scenario cannot go with it"):
+        parse([argv[-1], "--scenario", "F1"])
+
+
+def _refused(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "proxy.json"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(UsageError) as caught:
+        parse(["--config", str(path)])
+    message = str(caught.value)
+    assert "\n" not in message and str(path) in message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"plan": {"scenario": "F99"}}, "--scenario must be one of F1"),  # the registry
+        ({"plan": {"scenario": "F2", "retry_after_s": 0}}, "--retry-after must be above 0"),
+        ({"plan": {"chaos_error_rate": 2}}, "--error-rate must be between 0 and 1, got 2"),
+        ({"plan": {"scenario": "F1", "chaos_error_rate": 0.5}}, "exclude each other"),
+        ({"plan": {"scenaro": "F1"}}, "plan.scenaro: Unexpected keyword argument"),
+        ({"classifier": {"key_fields": ["a:"]}}, "--key-fields entry 'a:'"),
+        ({"upstream_timeout_s": "soon"}, "upstream_timeout_s"),
+    ],
+)
+def test_x1_a_config_file_is_checked_as_flags_are(tmp_path: Path, change, says) -> None:  # X1
+    body = json.loads(ProxyConfig(upstream_command="x").to_json())
+    for key, value in change.items():
+        body[key] = {**body[key], **value} if isinstance(value, dict) else value
+    assert says in _refused(tmp_path, json.dumps(body))
+
+
+@pytest.mark.parametrize("body", ["", "{", "[]", "null"])
+def test_x1_a_file_that_is_no_config_is_one_line(tmp_path: Path, body: str) -> None:  # X1
+    assert "not a proxy config" in _refused(tmp_path, body)
+
+
+def test_x1_a_missing_config_file_is_one_line(tmp_path: Path) -> None:  # X1 V4
+    with pytest.raises(UsageError, match="--config .*missing.json") as caught:
+        parse(["--config", str(tmp_path / "missing.json")])
+    assert "\n" not in str(caught.value)

@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from runner.spec import FrozenDict, load_spec
-from tests.support.specs import fault_flags, load_error, spec_text, write
+from tests.support.specs import load_error, plan_as_flags, spec_text, write
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 MARK = "# <-"  # marks the line an error must name
@@ -119,9 +119,12 @@ def test_conversation_alias_takes_a_list_too(tmp_path):
     ],
 )
 def test_scenario_labels_and_proxy_flags(tmp_path, scenario, label, proxy_args):
+    # The proxy reads the plan from the config file the runner hands it; these flags give it
+    # the same plan on its command line.
     spec = load_spec(write(tmp_path, spec_text(scenarios=f"[{scenario}]")))
     assert spec.scenarios[0].label == label
-    assert fault_flags(spec, tmp_path, label) == proxy_args
+    handed, flagged = plan_as_flags(spec, tmp_path, label, proxy_args)
+    assert handed == flagged
 
 
 # R2
@@ -527,7 +530,9 @@ def test_h2_parameterised_scenarios_reach_the_plan_and_keep_distinct_labels(tmp_
     spec = load_spec(write(tmp_path, text))
     labels = ["F1", "F8(retry_after=2)", "F9", "F9(latency_ms=1500)"]
     assert [s.label for s in spec.scenarios] == labels
-    assert fault_flags(spec, tmp_path, labels[1]) == ("--scenario", "F8", "--retry-after", "2.0")
+    flags = ("--scenario", "F8", "--retry-after", "2")
+    handed, flagged = plan_as_flags(spec, tmp_path, labels[1], flags)
+    assert handed == flagged
     cells = {c.labels["scenario"]: c for c in expand(spec)}
     assert sorted(cells) == sorted(labels)
     plans = {label: proxy_target(cell, spec, tmp_path).plan for label, cell in cells.items()}
