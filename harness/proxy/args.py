@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from pydantic import TypeAdapter, ValidationError
+
 from harness.base.errors import InputFileError, UsageError
 from harness.base.infile import read_bytes
 from harness.faults import (
@@ -166,20 +168,18 @@ class ProxyConfig:
         (U3)."""
         # ASCII with escapes: a value that came from argv may hold the lone surrogates Python
         # reads undecodable bytes as (a path), which UTF-8 cannot carry; `inf` stays too.
-        return json.dumps(_adapter().dump_python(self), ensure_ascii=True).encode()
+        return json.dumps(_ADAPTER.dump_python(self), ensure_ascii=True).encode()
 
     @classmethod
     def from_json(cls, data: bytes, where: str) -> ProxyConfig:
         """A config written by `to_json`, checked as the flags are (the fault plan by the
         registry, the key fields); UsageError naming `where` and the field that is wrong."""
-        from pydantic import ValidationError
-
         try:
             body = json.loads(data)
         except (ValueError, RecursionError) as exc:
             raise UsageError(f"{where}: not a proxy config: not JSON ({exc})") from None
         try:
-            config = _adapter().validate_python(body)
+            config = _ADAPTER.validate_python(body)
             KeySpec.parse(config.classifier.key_fields)
         except ValidationError as exc:
             error = exc.errors(include_url=False)[0]
@@ -191,17 +191,6 @@ class ProxyConfig:
         return config
 
 
-def _adapter() -> Any:
-    """pydantic's reader and writer of ProxyConfig, built once (only a proxy that uses it pays)."""
-    global _ADAPTER
-    if _ADAPTER is None:
-        from pydantic import TypeAdapter
-
-        _ADAPTER = TypeAdapter(ProxyConfig)
-    return _ADAPTER
-
-
-_ADAPTER: Any = None
 # A config file is a few kilobytes; a bigger one is not one (V4: read bounded).
 MAX_CONFIG_BYTES = 1024 * 1024
 
@@ -591,3 +580,8 @@ def help_text() -> str:
         "upstream that did not start, or a report file or event log that could not be written.",
     ]
     return "\n".join(lines)
+
+
+# pydantic's reader and writer of ProxyConfig, built once at import (3 ms): a fork server that
+# imported this module hands it ready to every proxy it forks.
+_ADAPTER = TypeAdapter(ProxyConfig)
