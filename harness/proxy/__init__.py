@@ -23,12 +23,11 @@ from harness.faults import (
 from harness.operations.classify import DEFAULT_KEY_FIELDS, ClassifierConfig
 from harness.operations.identity import operation_id, value_key
 from harness.proxy.args import ProxyConfig, parse
-from harness.proxy.hosting import CONFIG_FILE, InProcessProxy, in_process_proxy, proxy_command
+from harness.proxy.hosting import InProcessProxy, in_process_proxy, proxy_command
 from harness.proxy.main import main as proxy_main
 from harness.wire.http.headers import HeaderSpec, valid_header_name
 
 __all__ = [
-    "CONFIG_FILE",
     "DEFAULT_KEY_FIELDS",
     "FAULTS",
     "HTTP_ONLY",
