@@ -109,6 +109,8 @@ IDEMPOTENT_BY_FLAG = "explicit --idempotent-tools"
 class ClassifierConfig:
     """The classification and key flags, validated once at the edge."""
 
+    __pydantic_config__ = {"extra": "forbid"}  # a proxy's config file names only these
+
     write_globs: tuple[str, ...] | None = None  # --write-tools: replaces the default patterns
     read_globs: tuple[str, ...] = ()  # --read-tools: added to the default prefixes
     key_fields: tuple[str, ...] = DEFAULT_KEY_FIELDS  # --key-fields entries (K1, K5)

@@ -30,13 +30,7 @@ from harness import __version__
 from harness.base import jsonutil
 from harness.base.errors import HarnessError
 from harness.base.infile import read_text
-from harness.proxy import (
-    DEFAULT_KEY_FIELDS,
-    SCENARIOS,
-    ClassifierConfig,
-    HeaderSpec,
-    PlanConfig,
-)
+from harness.proxy import DEFAULT_KEY_FIELDS, ClassifierConfig, HeaderSpec
 from harness.report import MAX_REPORT_BYTES, ReportModel, read_report
 from runner.analysis.agreement import judge_agreement
 from runner.analysis.attribution import attribute
@@ -83,17 +77,8 @@ Connect = Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]]
 
 def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTarget:
     """The proxy flags and upstream for a cell."""
-    upstream, scenario = cell.upstream, cell.scenario
-    plan = PlanConfig(
-        scenario=scenario.kind if scenario.kind in SCENARIOS else None,
-        chaos_error_rate=scenario.chaos.error_rate if scenario.chaos else None,
-        # A chaos scenario without a seed still gets one per run, so every run is replayable.
-        seed=(scenario.chaos.seed if scenario.chaos.seed is not None else cell.seed)
-        if scenario.chaos
-        else None,
-        fault_delay_ms=spec.proxy.fault_delay_ms if scenario.kind != "none" else 0,
-        **scenario.plan_values(),  # the fault's parameters (H2)
-    )
+    upstream = cell.upstream
+    plan = cell.scenario.plan(cell.seed, spec.proxy.fault_delay_ms)
     classifier = ClassifierConfig(
         write_globs=tuple(upstream.write_tools) if upstream.write_tools else None,
         read_globs=tuple(upstream.read_tools or ()),

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, Field, create_model, field_validator, model_validator
 
-from harness.proxy import FAULTS, SCENARIOS
+from harness.proxy import FAULTS, SCENARIOS, Param, PlanConfig, error_rate_problem
 from runner.experiment._base import (
     Frozen,
     FrozenDict,
@@ -193,17 +193,37 @@ class Upstream(Frozen):
         return thaw(self.model_dump(exclude={"name"}, exclude_defaults=True))
 
 
+def _asks_the_registry(param: Param) -> AfterValidator:
+    """A parameter's value checked by the fault registry's own rule (`Param.problem`), named
+    as the spec names it; the error stays at its FILE:LINE."""
+
+    def check(value: float) -> float:
+        problem = param.problem(value, param.key)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(check)
+
+
 def _params_model(kind: str) -> type[Frozen]:
     """The mapping a parameterised scenario takes (`{F9: {latency_ms: 1500}}`): one field per
-    parameter the fault's class declares, with its type, bounds and default (H2)."""
+    parameter the fault's class declares, with its type and default, its bounds checked by the
+    registry (H2)."""
     fields: dict[str, Any] = {}
     for param in FAULTS[kind].params:
-        bound = {"gt" if param.low_open else "ge": param.low, "le": param.high}
         fields[param.key] = (
-            param.kind,
-            Field(default=param.default, description=param.help, **bound),
+            Annotated[param.kind, _asks_the_registry(param)],
+            Field(default=param.default, description=param.help),
         )
     return create_model(f"{kind}Params", __base__=Frozen, __doc__=f"{kind}'s parameters.", **fields)
+
+
+def _error_rate(rate: float) -> float:
+    problem = error_rate_problem(rate, "error_rate")  # the registry's rule (S9)
+    if problem is not None:
+        raise ValueError(problem)
+    return rate
 
 
 # Every scenario with parameters, and the model of its mapping (the fault registry).
@@ -217,7 +237,7 @@ globals().update({model.__name__: model for model in PARAM_MODELS.values()})
 class ChaosParams(Frozen):
     """Chaos mode: every call fails with probability error_rate (S9)."""
 
-    error_rate: float = Field(ge=0, le=1)
+    error_rate: Annotated[float, AfterValidator(_error_rate)]
     seed: int | None = None
 
 
@@ -268,12 +288,22 @@ class _ScenarioFields(Frozen):
     def _params(self) -> Frozen | None:
         return getattr(self, self.kind, None) if self.kind in PARAM_MODELS else None
 
-    def plan_values(self) -> dict[str, float]:
-        """The scenario's parameters as PlanConfig fields (`latency_ms=1500`)."""
+    def plan(self, run_seed: int, fault_delay_ms: int) -> PlanConfig:
+        """The fault plan the proxy plays for this scenario (checked by the registry as it is
+        built): a chaos scenario without a seed of its own takes the run's, so every run is
+        replayable; `fault_delay_ms` applies only where a fault is played."""
         given = self._params()
-        if given is None:
-            return {}
-        return {p.field: getattr(given, p.key) for p in FAULTS[self.kind].params}
+        values = {} if given is None else {
+            p.field: getattr(given, p.key) for p in FAULTS[self.kind].params
+        }  # fmt: skip
+        chaos = self.chaos
+        return PlanConfig(
+            scenario=self.kind if self.kind in SCENARIOS else None,
+            chaos_error_rate=chaos.error_rate if chaos else None,
+            seed=(chaos.seed if chaos.seed is not None else run_seed) if chaos else None,
+            fault_delay_ms=fault_delay_ms if self.kind != "none" else 0,
+            **values,
+        )
 
     @property
     def label(self) -> str:

@@ -26,6 +26,12 @@ def run_workdir(run_id: str) -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix=f"agent-harness-{run_id}-p{os.getpid()}-")
 
 
+def private_folder() -> tempfile.TemporaryDirectory[str]:
+    """A folder for a run's files that the agent under test must not see (U3), such as the
+    config its proxy reads: never the agent's working folder, readable by this user only."""
+    return tempfile.TemporaryDirectory(prefix=f"agent-harness-private-p{os.getpid()}-")
+
+
 def socket_folder() -> str:
     """The fork server's socket folder (runner/processes/forkserver.py)."""
     return tempfile.mkdtemp(prefix=f"agent-harness-forks-p{os.getpid()}-")
