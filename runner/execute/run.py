@@ -97,6 +97,9 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
         keys_honoured=_keys_honoured(upstream.builtin),
         idempotent_globs=tuple(upstream.idempotent_tools or ()),
         distrust_annotations=upstream.distrust_annotations,
+        statement_globs=tuple(upstream.statement_tools or ()),
+        strict_errors=upstream.strict_errors,
+        use_profiles=upstream.profiles,
     )
     common = {
         "agent_over_http": spec.proxy.agent == "http",

@@ -132,6 +132,9 @@ def test_x1_proxy_argv_writes_every_flag_that_sets_something() -> None:  # X1
             keys_honoured=("pay_*",),
             idempotent_globs=("put_*",),
             distrust_annotations=True,
+            statement_globs=("execute_*",),  # Z1
+            strict_errors=True,  # Z4
+            use_profiles=False,  # Z7
         ),  # fmt: skip
         report_file="r.json",
         event_log="e.jsonl",
