@@ -19,6 +19,13 @@ from runner.spec._base import (
     thaw,
 )
 
+# How scripted/respells sends a write again (runner.agent._policies.respelled): the schema's
+# defaults, numbers as strings, optional properties as empty values (Z5), or an SQL statement
+# respelled (Z2).
+Respelling = Literal[
+    "defaults", "strings", "empties", "sql-numbers", "sql-columns", "sql-case", "sql-request-id"
+]
+
 
 class ModelParams(BaseModel):
     """Keyword arguments for litellm.acompletion: common ones are checked, others passed on."""
@@ -35,7 +42,7 @@ class ModelParams(BaseModel):
     # The scripted models' own knobs (runner.agent._policies.ScriptedParams).
     patch_compliance: float | None = Field(default=None, ge=0, le=1)
     max_wait_s: float | None = Field(default=None, ge=0)
-    respell: Literal["defaults", "strings"] | None = None
+    respell: Respelling | None = None
 
     @model_validator(mode="before")
     @classmethod

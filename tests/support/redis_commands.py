@@ -35,7 +35,7 @@ NOT_IDEMPOTENT = frozenset(
 )
 
 
-def _read_reply(stream: Any) -> Any:
+def read_reply(stream: Any) -> Any:
     """One RESP reply (simple and bulk strings, integers, arrays, errors)."""
     line = stream.readline()
     kind, rest = line[:1], line[1:-2]
@@ -53,7 +53,7 @@ def _read_reply(stream: Any) -> Any:
         return data.decode()
     if kind == b"*":
         size = int(rest)
-        return None if size < 0 else [_read_reply(stream) for _ in range(size)]
+        return None if size < 0 else [read_reply(stream) for _ in range(size)]
     raise RuntimeError(f"not a RESP reply: {line!r}")
 
 
@@ -76,9 +76,9 @@ def server_commands(redis_server: Path) -> tuple[str, list[Any]]:
                 client.connect(str(sock))
                 stream = client.makefile("rb")
                 client.sendall(b"*1\r\n$7\r\nCOMMAND\r\n")
-                commands = _read_reply(stream)
+                commands = read_reply(stream)
                 client.sendall(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
-                info = _read_reply(stream)
+                info = read_reply(stream)
         finally:
             proc.terminate()
             proc.wait(10)
