@@ -141,7 +141,10 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
     if upstream.cassette is not None:  # U2: the replay counts what it answers into the workdir
         return ProxyTarget(
             upstream_command=sys.executable,
-            upstream_args=cassette_replay_args(upstream.cassette, upstream.unmatched, workdir),
+            upstream_args=cassette_replay_args(
+                upstream.cassette, upstream.unmatched, workdir,
+                tuple(upstream.idempotent_tools or ()),
+            ),
             upstream_env={},
             upstream_cwd=None,
             **common,
