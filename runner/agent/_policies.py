@@ -140,6 +140,8 @@ def _after_search(conv: Conversation, task: Task, search: Result, retry: Planned
     """A check that found nothing (a found record ends the conversation earlier)."""
     if search.is_error:
         return _unknown(task, f"the check failed too ({_short(search.text)})")
+    if task.is_check(search.call) and count_in(search.text) is None:  # Z1: no count came back
+        return _unknown(task, f"the check did not answer ({_short(search.text)})")
     if _retries_in_turn(conv, task) == 0:
         return _send(retry)  # a real lookup shows it missing: one retry is safe
     return _unknown(task, "it is still missing after one retry")

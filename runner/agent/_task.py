@@ -299,7 +299,7 @@ def extract_task(first_user_message: str, tools: Sequence[Mapping[str, Any]] | N
         for prop, value in defaults.items()
         if "enum" in write_tool.properties[prop] or "$ref" in write_tool.properties[prop]
     }
-    check = _statement_check(write_tool.name, arguments)
+    check = _statement_check(write_tool, arguments, reads)
     return Task(
         noun=_noun(write_tool.name),
         write=PlannedCall(write_tool.name, arguments),
@@ -331,17 +331,25 @@ def _empties(tool: ToolSpec, arguments: Mapping[str, Any], key: str | None) -> d
     return out
 
 
-def _statement_check(tool: str, arguments: Mapping[str, Any]) -> PlannedCall | None:
-    """Z1: for a write that is an SQL INSERT, the count of its row through the same tool."""
+def _statement_check(
+    write: ToolSpec, arguments: Mapping[str, Any], reads: Sequence[ToolSpec]
+) -> PlannedCall | None:
+    """Z1: for a write that is an SQL INSERT, the count of its row: through a reading tool that
+    takes SQL the same way (`read_query` beside `write_query`), else through the same tool."""
     from runner.agent._sql import count_check, insert_of
 
     for prop, value in arguments.items():
         if isinstance(value, str) and value.lstrip()[:6].upper() == "INSERT":
             insert = insert_of(value)
-            if insert is not None:
-                skip = frozenset(c for c in insert.columns
-                                 if "idempotency" in normalise(c) or normalise(c) == "requestid")  # fmt: skip
-                return PlannedCall(tool, {**arguments, prop: count_check(insert, skip)})
+            if insert is None:
+                continue
+            skip = frozenset(c for c in insert.columns
+                             if "idempotency" in normalise(c) or normalise(c) == "requestid")  # fmt: skip
+            reader = next((t for t in reads if prop in t.properties
+                           and first_word(t.name) in _LOOKUP_VERBS | _SEARCH_VERBS), None)  # fmt: skip
+            tool = reader.name if reader is not None else write.name
+            rest = {} if reader is not None else arguments
+            return PlannedCall(tool, {**rest, prop: count_check(insert, skip)})
     return None
 
 
