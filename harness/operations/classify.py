@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from harness.base import jsonutil
 from harness.base.errors import ConfigError
 from harness.base.textsafe import terminal
 from harness.operations.defaults import DefaultsPlan, defaults_plan
-from harness.operations.effects import EffectPlan, effect_plan
 from harness.operations.keys import (
     ANYWHERE,
     DEFAULT_KEY_SPELLINGS,
@@ -32,7 +31,10 @@ from harness.operations.names import (
     snake_case,
     tool_glob_match,
 )
-from harness.operations.profiles import Profile
+
+if TYPE_CHECKING:  # Z1-Z3, Z7: imported when a tool list arrives, not at start-up
+    from harness.operations.effects import EffectPlan
+    from harness.operations.profiles import Profile
 
 ToolClass = Literal["write", "read", "unclassified"]
 
@@ -288,6 +290,8 @@ def _profile_class(
     name: str, facts: Any, profile: Profile, common: dict[str, Any], suffix: str
 ) -> ToolInfo | None:
     """Z7: what the server's profile says of this tool (its class, or its statement)."""
+    from harness.operations.effects import EffectPlan
+
     if facts.statement is not None or facts.command is not None:
         kind = "sql" if facts.statement is not None else "command"
         plan = EffectPlan(kind, facts.statement or facts.command, facts.dialect, profile.label)
@@ -305,6 +309,8 @@ def _statement_reason(plan: EffectPlan) -> str:
 def _classify(
     tool: Mapping[str, Any], config: ClassifierConfig, listed: bool, profile: Profile | None
 ) -> ToolInfo:
+    from harness.operations.effects import effect_plan
+
     name = str(tool.get("name", ""))
     schema = tool.get("inputSchema")
     facts = profile.tools.get(name) if profile is not None else None

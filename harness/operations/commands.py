@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any, Literal
 
 COMMAND_TABLE_FILE = "redis-commands.json"
@@ -63,6 +62,8 @@ class CommandTable:
 @cache
 def command_table() -> CommandTable:
     """The shipped key-value command table (read once, when a command name is first looked up)."""
+    from importlib import resources
+
     text = resources.files("harness.operations").joinpath("data", COMMAND_TABLE_FILE).read_text(
         encoding="utf-8"
     )

@@ -21,7 +21,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from typing import Any, Literal
 
 from harness.base.errors import ConfigError
@@ -123,6 +122,8 @@ def load_profile(text: str, file: str) -> Profile:
 @cache
 def shipped_profiles() -> tuple[Profile, ...]:
     """Every profile in harness/profiles/ (read once, when a server first names itself)."""
+    from importlib import resources
+
     folder = resources.files("harness").joinpath("profiles")
     return tuple(
         load_profile(entry.read_text(encoding="utf-8"), entry.name)

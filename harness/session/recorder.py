@@ -10,7 +10,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import __version__
 from harness.base import jsonutil
@@ -38,10 +38,11 @@ from harness.operations.classify import (
     ClassifierConfig,
     classify_tools,
 )
-from harness.operations.effects import effect_of
 from harness.operations.identity import digest_of, identity_arguments, raw_operation_id
 from harness.operations.keys import find_keys, usable_key
-from harness.operations.profiles import Profile
+
+if TYPE_CHECKING:
+    from harness.operations.profiles import Profile
 
 Sink = Callable[[_Event], None]
 
@@ -146,11 +147,11 @@ class Recorder:
         info = self.classification.get(tool)
         identity: Any = None
         tool_class, idempotent = info.tool_class, info.idempotent
-        effect = (
-            effect_of(info.effect, arguments, info.key_names)
-            if info.effect is not None and raw_arguments is None
-            else None
-        )
+        effect = None
+        if info.effect is not None and raw_arguments is None:  # Z1-Z3: per call
+            from harness.operations.effects import effect_of
+
+            effect = effect_of(info.effect, arguments, info.key_names)
         if raw_arguments is not None:
             op, key_field, key = raw_operation_id(tool, raw_arguments), None, None
         else:
