@@ -235,6 +235,13 @@ def _command(short: str) -> Any:
     return command_table().get(short)
 
 
+def _command_reason(short: str) -> str:
+    """`redis 6.2.14 command table: SET`: the table and its version name the reason (Z3)."""
+    from harness.operations.commands import command_table
+
+    return f"{command_table().label} command table: {short.upper()}"
+
+
 def _name_class(name: str, config: ClassifierConfig) -> tuple[ToolClass, str] | None:
     """C4, C5, C8, E2, Z3: what the name says, by its last segment."""
     segment = last_segment(name)
@@ -243,9 +250,7 @@ def _name_class(name: str, config: ClassifierConfig) -> tuple[ToolClass, str] | 
         return "read", REASON_STATE_NAME
     command = _command(short)
     if command is not None:
-        from harness.operations.commands import command_table
-
-        return command.tool_class, f"{command_table().label} command table: {short.upper()}"
+        return command.tool_class, _command_reason(short)
     if config.write_globs is None:
         if any(glob_match(p, short) for p in DEFAULT_WRITE_PATTERNS):
             return "write", REASON_DEFAULT_WRITE
@@ -280,9 +285,10 @@ def classify_tool(
         return replace(info, idempotent=why)
     annotations = tool.get("annotations")
     said_not = isinstance(annotations, Mapping) and annotations.get("idempotentHint") is False
-    command = _command(snake_case(last_segment(name)))
+    short = snake_case(last_segment(name))
+    command = _command(short)
     if command is not None and command.idempotent and info.effect is None and not said_not:
-        return replace(info, idempotent=info.reason)
+        return replace(info, idempotent=_command_reason(short))
     return info
 
 
