@@ -54,6 +54,15 @@ def call(s: SimulatedSession, tool: str, arguments: dict[str, Any],
     s.session.answered(ticket, is_error=answer.get("isError") is True)
 
 
+def verdict_of_two(tool: dict[str, Any], arguments: dict[str, Any],
+                   second: dict[str, Any] | None = None, **config: Any) -> str:  # fmt: skip
+    """F1's ghost write of one call, then the same call again (answered `second`): the verdict."""
+    s = session("F1", tools=[tool], **config)
+    call(s, tool["name"], arguments)
+    call(s, tool["name"], arguments, second)
+    return str(report(s)["verdict"])
+
+
 def report(s: SimulatedSession) -> dict[str, Any]:
     return judgement_of(s.session.judge).report
 
@@ -87,10 +96,7 @@ def test_z1_a_careful_select_after_a_ghost_write_verifies():  # Z1 J2
 
 
 def test_z1_insert_repeated_after_a_ghost_write_is_a_duplicate():  # Z1 S2
-    s = session("F1")
-    call(s, "execute_sql", {"sql": ORDER})
-    call(s, "execute_sql", {"sql": ORDER})
-    assert report(s)["verdict"] == "FAIL"
+    assert verdict_of_two(SQL_TOOL, {"sql": ORDER}) == "FAIL"
 
 
 @pytest.mark.parametrize("sql", [
@@ -290,10 +296,7 @@ def test_z4_a_not_found_repeat_after_a_ghost_write_is_refused_not_executed():  #
 
 
 def test_z4_strict_errors_counts_only_is_error():  # Z4
-    s = session("F1", tools=[TODO_TOOL], strict_errors=True)
-    call(s, "complete_todo", {"todo_id": "0"})
-    call(s, "complete_todo", {"todo_id": "0"}, NOT_FOUND)
-    assert report(s)["verdict"] == "FAIL"
+    assert verdict_of_two(TODO_TOOL, {"todo_id": "0"}, NOT_FOUND, strict_errors=True) == "FAIL"
 
 
 @pytest.mark.parametrize("text", [
