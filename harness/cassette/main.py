@@ -57,7 +57,8 @@ def replay_main(argv: list[str]) -> int:
         if isinstance(parsed, str):
             print(REPLAY_HELP if parsed == "help" else f"agent-harness {__version__}")
             return 0
-        replayer = Replayer(load(parsed.cassette), parsed.cassette, parsed.unmatched)
+        replayer = Replayer(load(parsed.cassette), parsed.cassette, parsed.unmatched,
+                            parsed.idempotent_tools)  # fmt: skip
         counter = CountFile(parsed.count_file, replayer)
         counter.write()  # V1 before serving: a bad path is refused at once
     except (UsageError, CassetteError, OutputFileError) as exc:

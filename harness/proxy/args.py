@@ -120,6 +120,17 @@ FLAGS: tuple[Flag, ...] = (
          "idempotentHint=true (and not readOnlyHint=true) count as listed here."),
     Flag("--distrust-annotations", "", "Ignore the upstream's idempotentHint annotations: only "
          "--idempotent-tools makes a tool's repeats harmless.", switch=True),
+    Flag("--statement-tools", "G,...", "Tool globs whose calls carry an SQL statement in an "
+         "argument (the one named like sql, query or statement): each call is classified by "
+         "its parsed statement (SELECT reads, INSERT writes, an upsert is an idempotent write) "
+         "and identified by it. A tool with an argument named sql, or a query argument of a "
+         "tool that speaks of SQL or a database, is one without this flag."),
+    Flag("--strict-errors", "", "Only isError refuses an attempt: a result whose whole content "
+         "is an error ({\"error\": ...} or text beginning Error:) then counts as executed.",
+         switch=True),
+    Flag("--no-profiles", "", "Do not use the shipped server profiles (verified tool classes, "
+         "idempotence and statement tools of popular MCP servers, matched by serverInfo).",
+         switch=True),
     Flag("--audit-tools", "on|off", "Offer harness__get_report and harness__get_score to the "
          "agent (default on; use off for a real measurement)."),
     Flag("--report-file", "PATH", "Keep report, score and patches as JSON in this file: current "
@@ -366,6 +377,13 @@ def parse(argv: list[str]) -> Parsed:
             else ()
         ),
         distrust_annotations="--distrust-annotations" in one,
+        statement_globs=(
+            _list("--statement-tools", one["--statement-tools"])
+            if "--statement-tools" in one
+            else ()
+        ),
+        strict_errors="--strict-errors" in one,
+        use_profiles="--no-profiles" not in one,
     )
     plan = PlanConfig(
         scenario=scenario,

@@ -616,6 +616,10 @@ class Proxy:
             flight.settled.set()
             self._stop_when_idle()
             if key == self._initialize_key or self.revision.stateless:
+                result = message.get("result")
+                info = result.get("serverInfo") if isinstance(result, dict) else None
+                if isinstance(info, dict):  # Z7: the server names itself: its profile
+                    self.session.server_named(info.get("name"), info.get("version"))
                 self.initialized.set()
             asked = self.tasks.asked_about(key)
             if asked is not None:  # X12: may need the task's result first: not in this loop

@@ -86,6 +86,9 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
         keys_honoured=_keys_honoured(upstream.builtin),
         idempotent_globs=tuple(upstream.idempotent_tools or ()),
         distrust_annotations=upstream.distrust_annotations,
+        statement_globs=tuple(upstream.statement_tools or ()),
+        strict_errors=upstream.strict_errors,
+        use_profiles=upstream.profiles,
     )
     common = {
         "agent_over_http": spec.proxy.agent == "http",
@@ -127,7 +130,10 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
     if upstream.cassette is not None:  # U2: the replay counts what it answers into the workdir
         return ProxyTarget(
             upstream_command=sys.executable,
-            upstream_args=cassette_replay_args(upstream.cassette, upstream.unmatched, workdir),
+            upstream_args=cassette_replay_args(
+                upstream.cassette, upstream.unmatched, workdir,
+                tuple(upstream.idempotent_tools or ()),
+            ),
             upstream_env={},
             upstream_cwd=None,
             **common,

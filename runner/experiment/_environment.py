@@ -99,6 +99,11 @@ class Upstream(Frozen):
     # idempotentHint annotations count (--distrust-annotations)
     idempotent_tools: CommaFree = list_field(default=None)
     distrust_annotations: bool = False
+    # Z1: tools whose calls carry an SQL statement (--statement-tools); Z4: only isError
+    # refuses (--strict-errors); Z7: the shipped server profiles off (--no-profiles)
+    statement_tools: CommaFree = list_field(default=None)
+    strict_errors: bool = False
+    profiles: bool = True
     # T1: the upstream's own state, read before and after each run (not for built-ins, whose
     # rows the runner reads already)
     truth_probe: TruthProbe | None = None

@@ -17,6 +17,7 @@ from runner.experiment._base import (
     list_field,
     thaw,
 )
+from runner.models.respell import Respelling
 from runner.models.scripted import SCRIPTED_MODELS
 
 
@@ -35,7 +36,7 @@ class ModelParams(BaseModel):
     # The scripted models' own knobs (runner.models._policies.ScriptedParams).
     patch_compliance: float | None = Field(default=None, ge=0, le=1)
     max_wait_s: float | None = Field(default=None, ge=0)
-    respell: Literal["defaults", "strings"] | None = None
+    respell: Respelling | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from runner.models._jsontext import json_values
 from runner.models._task import is_id_field, normalise
 
 # How the runner marks an MCP result with isError: true (SPEC R3 asks it to be visible).
@@ -187,24 +188,6 @@ def rate_limit_wait(error_text: str) -> float | None:
         return None
     match = _RETRY_AFTER.search(error_text)
     return float(match.group(1)) if match else float("inf")
-
-
-def json_values(text: str) -> list[Any]:
-    """Every JSON object or array embedded in a text, outermost first."""
-    decoder = json.JSONDecoder()
-    values, i = [], 0
-    while i < len(text):
-        if text[i] in "{[":
-            try:
-                value, end = decoder.raw_decode(text, i)
-            except json.JSONDecodeError:
-                i += 1
-                continue
-            values.append(value)
-            i = end
-        else:
-            i += 1
-    return values
 
 
 def _records(value: Any) -> Iterator[Mapping[str, Any]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,7 +23,9 @@ from runner.models._conversation import (
     rate_limit_wait,
     record_id,
 )
+from runner.models._sql import SQL_RESPELLINGS, count_in, insert_of, respell
 from runner.models._task import PlannedCall, Task, invented_id, is_id_field
+from runner.models.respell import Respelling
 
 
 class ScriptedParams(BaseModel):
@@ -33,7 +35,7 @@ class ScriptedParams(BaseModel):
 
     max_wait_s: float = Field(default=2.0, ge=0)
     patch_compliance: float = Field(default=1.0, ge=0, le=1)
-    respell: Literal["defaults", "strings"] = "defaults"
+    respell: Respelling = "defaults"
     seed: int | str = 0
 
 
@@ -67,7 +69,11 @@ def _confirmed(conv: Conversation, task: Task) -> str | None:
     for result in conv.results():
         if result.is_error:
             continue
-        if result.call.name == task.write.name:
+        if task.is_check(result.call):  # Z1: a count of the row through the statement tool
+            if (count_in(result.text) or 0) > 0:
+                return f"Done, the {task.noun} went through."
+            continue
+        if task.is_write(result.call):
             found_id = record_id(result.text, skip=tuple(result.call.arguments))
         else:
             record = find_record(result.text, task.write.arguments)
@@ -80,23 +86,33 @@ def _confirmed(conv: Conversation, task: Task) -> str | None:
     return None
 
 
+def _writes(conv: Conversation, task: Task) -> list[Result]:
+    """The results of the write's calls (not of checks through the same statement tool)."""
+    return [r for r in conv.results(task.write.name) if task.is_write(r.call)]
+
+
+def _is_search(task: Task, call: Any) -> bool:
+    assert task.search is not None
+    return call.name == task.search.name and (task.search != task.check or task.is_check(call))
+
+
 def _last_write(conv: Conversation, task: Task) -> Result:
     # Every policy sends the write first, so after the opening there always is one.
-    return conv.results(task.write.name)[-1]
+    return _writes(conv, task)[-1]
 
 
 def _is_opening(conv: Conversation, task: Task) -> bool:
-    return not conv.results(task.write.name) and conv.current.last_step is None
+    return not _writes(conv, task) and conv.current.last_step is None
 
 
 def _writes_in_turn(conv: Conversation, task: Task) -> int:
-    return sum(r.call.name == task.write.name for r in conv.current.results())
+    return sum(task.is_write(r.call) for r in conv.current.results())
 
 
 def _retries_in_turn(conv: Conversation, task: Task) -> int:
     """Write calls in this turn that repeated an earlier one."""
     here = _writes_in_turn(conv, task)
-    earlier = len(conv.results(task.write.name)) - here
+    earlier = len(_writes(conv, task)) - here
     return here - 1 if here and not earlier else here
 
 
@@ -124,6 +140,8 @@ def _after_search(conv: Conversation, task: Task, search: Result, retry: Planned
     """A check that found nothing (a found record ends the conversation earlier)."""
     if search.is_error:
         return _unknown(task, f"the check failed too ({_short(search.text)})")
+    if task.is_check(search.call) and count_in(search.text) is None:  # Z1: no count came back
+        return _unknown(task, f"the check did not answer ({_short(search.text)})")
     if _retries_in_turn(conv, task) == 0:
         return _send(retry)  # a real lookup shows it missing: one retry is safe
     return _unknown(task, "it is still missing after one retry")
@@ -146,7 +164,7 @@ def careful(conv: Conversation, task: Task, params: ScriptedParams) -> Decision:
     last_step = conv.current.last_step
     if last_step is None and not asks_to_retry(conv.current.user):
         return _say(_status(conv, task))
-    if last_step is not None and last_step[-1].call.name != task.write.name:
+    if last_step is not None and not task.is_write(last_step[-1].call):
         return _after_search(conv, task, last_step[-1], task.keyed_write())
     error = _last_write(conv, task)
     wait = rate_limit_wait(error.text)
@@ -213,7 +231,7 @@ def obeys_retry_request(conv: Conversation, task: Task, params: ScriptedParams) 
         if has_ghost_write_patch(conv.system):
             return _check_first(task, _last_write(conv, task))
         return _send(task.write)
-    if last_step[-1].call.name != task.write.name:
+    if not task.is_write(last_step[-1].call):
         return _after_search(conv, task, last_step[-1], task.write)
     return _say(f"The {task.noun} failed, please try again later.")
 
@@ -240,7 +258,7 @@ def verifies_by_id_only(conv: Conversation, task: Task, params: ScriptedParams) 
     last_step = conv.current.last_step
     if last_step is None and not asks_to_retry(conv.current.user):
         return _say(_status(conv, task))
-    if last_step is not None and task.search and last_step[-1].call.name == task.search.name:
+    if last_step is not None and task.search and _is_search(task, last_step[-1].call):
         return _after_search(conv, task, last_step[-1], task.write)
     error = _last_write(conv, task)
     complies = has_ghost_write_patch(conv.system) and complies_with_patch(
@@ -290,7 +308,7 @@ def same_key_retry(conv: Conversation, task: Task, params: ScriptedParams) -> De
         return _say(_status(conv, task))
     if _retries_in_turn(conv, task) > 0:
         return _say(f"The {task.noun} failed again: {_short(_last_write(conv, task).text)}")
-    if last_step is not None and last_step[-1].call.name != task.write.name:
+    if last_step is not None and not task.is_write(last_step[-1].call):
         return _send(task.keyed_write())  # the read did not show it: same key, once
     check = _verification(task)
     return _send(check if check is not None else task.keyed_write())
@@ -299,6 +317,14 @@ def same_key_retry(conv: Conversation, task: Task, params: ScriptedParams) -> De
 def respelled(task: Task, how: str) -> PlannedCall:
     """The write in another spelling: with the schema's defaults filled in, or numbers as text."""
     args = dict(task.write.arguments)
+    if how in SQL_RESPELLINGS:  # Z2: the statement in another spelling
+        for prop, value in args.items():
+            insert = insert_of(value) if isinstance(value, str) else None
+            if insert is not None:
+                args[prop] = respell(insert, how)
+        return PlannedCall(task.write.name, args)
+    if how == "empties":  # Z5: the optional properties left out, sent empty
+        return PlannedCall(task.write.name, {**args, **task.empties})
     if how == "strings":
         args = {
             k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
@@ -386,10 +412,12 @@ def equivalent_numbers(conv: Conversation, task: Task, params: ScriptedParams) -
 
 def _status_call(conv: Conversation, task: Task) -> PlannedCall | None:
     """A call of the task's status tool about the record the write made (its id)."""
+    if task.check is not None:
+        return task.check  # Z1: the count of its row through the statement tool
     status = task.status
     if status is None:
         return None
-    made = next((r for r in conv.results(task.write.name) if not r.is_error), None)
+    made = next((r for r in _writes(conv, task) if not r.is_error), None)
     found_id = record_id(made.text, skip=tuple(made.call.arguments)) if made else None
     arguments: dict[str, Any] = {}
     for prop in status.required:
@@ -409,7 +437,8 @@ def polls_status(conv: Conversation, task: Task, params: ScriptedParams) -> Deci
     if _is_opening(conv, task):
         return _send(task.write)
     last = _last_write(conv, task)
-    polls = [r for r in conv.results() if task.status and r.call.name == task.status.name]
+    polls = [r for r in conv.results() if (task.is_check(r.call) if task.check else
+             task.status is not None and r.call.name == task.status.name)]  # fmt: skip
     poll = None if last.is_error else _status_call(conv, task)
     if poll is not None and len(polls) < 2:
         return _send(poll)
@@ -426,7 +455,7 @@ def idempotent_rewrite(conv: Conversation, task: Task, params: ScriptedParams) -
     same operation twice: harmless for a tool that is idempotent (E1), a duplicate otherwise."""
     if _is_opening(conv, task):
         return _send(task.write)
-    writes = conv.results(task.write.name)
+    writes = _writes(conv, task)
     if len(writes) < 2 and conv.current.last_step is not None:
         return _send(task.write)
     last = writes[-1]

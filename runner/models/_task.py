@@ -64,6 +64,20 @@ class Task:
     # Those of them whose property is an enum (inline, or a `$ref` as pydantic writes it, E4).
     enum_defaults: Mapping[str, Any] = field(default_factory=dict)
     status: ToolSpec | None = None  # a tool that reads a record's status (`order_status`)
+    # Z1: a read through the write's own statement tool (`SELECT count(*) AS found ...`),
+    # when the write is an SQL INSERT: what a careful model checks and a poller polls
+    check: PlannedCall | None = None
+    # Z5: the optional properties the request left out, as empty values (`projects: []`)
+    empties: Mapping[str, Any] = field(default_factory=dict)
+
+    def is_check(self, call: Any) -> bool:
+        """The call is the task's check through the write's own tool."""
+        return self.check is not None and call.name == self.check.name and dict(
+            call.arguments) == dict(self.check.arguments)  # fmt: skip
+
+    def is_write(self, call: Any) -> bool:
+        """The call sends the write (any spelling of it), not a check through its tool."""
+        return call.name == self.write.name and not self.is_check(call)
 
     def keyed_write(self) -> PlannedCall:
         """The write with a deterministic idempotency key (when the schema has a key field)."""
@@ -285,16 +299,58 @@ def extract_task(first_user_message: str, tools: Sequence[Mapping[str, Any]] | N
         for prop, value in defaults.items()
         if "enum" in write_tool.properties[prop] or "$ref" in write_tool.properties[prop]
     }
+    check = _statement_check(write_tool, arguments, reads)
     return Task(
         noun=_noun(write_tool.name),
         write=PlannedCall(write_tool.name, arguments),
         key_field=key,
-        search=PlannedCall(search[0].name, search[1]) if search else None,
+        search=PlannedCall(search[0].name, search[1]) if search else check,
         lookup=_pick_lookup(reads, write_tool),
         defaults=defaults,
         enum_defaults=enums,
         status=_pick_status(specs, write_tool),
+        check=check,
+        empties=_empties(write_tool, arguments, key),
     )
+
+
+_EMPTY_BY_TYPE: dict[str, Any] = {"array": [], "object": {}, "string": ""}
+
+
+def _empties(tool: ToolSpec, arguments: Mapping[str, Any], key: str | None) -> dict[str, Any]:
+    """Z5: what a model fills optional properties with when it fills them with nothing."""
+    out: dict[str, Any] = {}
+    for prop, schema in tool.properties.items():
+        if prop in arguments or prop == key or prop in tool.required:
+            continue
+        if not isinstance(schema, Mapping) or schema.get("default") is not None:
+            continue
+        kind = _schema_type(schema)
+        if kind in _EMPTY_BY_TYPE:
+            out[prop] = _EMPTY_BY_TYPE[kind]
+    return out
+
+
+def _statement_check(
+    write: ToolSpec, arguments: Mapping[str, Any], reads: Sequence[ToolSpec]
+) -> PlannedCall | None:
+    """Z1: for a write that is an SQL INSERT, the count of its row: through a reading tool that
+    takes SQL the same way (`read_query` beside `write_query`), else through the same tool."""
+    from runner.models._sql import count_check, insert_of
+
+    for prop, value in arguments.items():
+        if isinstance(value, str) and value.lstrip()[:6].upper() == "INSERT":
+            insert = insert_of(value)
+            if insert is None:
+                continue
+            skip = frozenset(c for c in insert.columns
+                             if "idempotency" in normalise(c) or normalise(c) == "requestid")  # fmt: skip
+            reader = next((t for t in reads if prop in t.properties
+                           and first_word(t.name) in _LOOKUP_VERBS | _SEARCH_VERBS), None)  # fmt: skip
+            tool = reader.name if reader is not None else write.name
+            rest = {} if reader is not None else arguments
+            return PlannedCall(tool, {**rest, prop: count_check(insert, skip)})
+    return None
 
 
 _STATUS_WORDS = frozenset({"status", "state", "progress"})

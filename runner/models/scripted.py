@@ -18,7 +18,7 @@ keyword arguments of a custom provider through in `optional_params`, so they arr
 - `seed` (int or str, default 0): the per-run seed for the patch-compliance draw.
 - `max_wait_s` (float, default 2): the longest retry_after the careful model waits out.
 - `patch_compliance` (0..1, default 1): how often verifies-by-id-only follows a patch.
-- `respell` (`defaults` or `strings`, default `defaults`): how `respells` re-spells its repeat.
+- `respell` (one of `RESPELLINGS`, default `defaults`): how `respells` re-spells its repeat.
 
 Usage tokens are estimated as characters // 4; the cost is 0: the models are registered in
 litellm's cost map with zero prices and state their cost on the response (those prices times

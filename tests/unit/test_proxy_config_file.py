@@ -149,6 +149,7 @@ def test_x1_every_flag_reaches_a_proxy_through_its_config_file(tmp_path: Path) -
          "--upstream-env-var=K=V", "--mode", "chaos", "--error-rate", "0.5", "--seed", "7",
          "--fault-delay", "5", "--write-tools=w*", "--read-tools=r*", "--key-fields=k",
          "--keys-honoured=pay_*", "--idempotent-tools=put_*", "--distrust-annotations",
+         "--statement-tools=execute_*", "--strict-errors", "--no-profiles",  # Z1 Z4 Z7
          "--audit-tools", "off", "--report-file=r.json", "--event-log=e.jsonl",
          "--upstream-timeout", "2.5", "--max-message-bytes", "4096"],
         ["--upstream-url=http://127.0.0.1:8000/mcp", "--upstream-header=A: b",
