@@ -157,6 +157,10 @@ def parse_messages(messages: Sequence[Any]) -> Conversation:
         role, text = msg.get("role"), content_text(msg.get("content"))
         if role in ("system", "developer"):
             system.append(text)
+        elif role == "user" and user is not None and not steps and not answered:
+            # user messages with no answer between them are one turn: agents put their own
+            # context (Codex's <environment_context>, Claude Code's reminders) beside the request
+            user = f"{user}\n{text}"
         elif role == "user":
             close()
             user, steps, answered, pending = text, [], False, {}
