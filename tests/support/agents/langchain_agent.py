@@ -24,7 +24,7 @@ async def main() -> None:
     model = ChatOpenAI(
         model=os.environ["AGENT_HARNESS_MODEL"],
         base_url=os.environ["AGENT_HARNESS_MODEL_BASE_URL"],
-        api_key="unused",
+        api_key=os.environ["AGENT_HARNESS_MODEL_API_KEY"],
     )
     agent = create_agent(model, tools, system_prompt=os.environ["AGENT_HARNESS_PROMPT"])
     result = await agent.ainvoke(

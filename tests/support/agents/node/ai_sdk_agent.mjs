@@ -15,7 +15,7 @@ const config = JSON.parse(readFileSync(env.AGENT_HARNESS_MCP_CONFIG, 'utf8'));
 const url = config.mcpServers[env.AGENT_HARNESS_MCP_SERVER].url;
 const client = await createMCPClient({ transport: { type: 'http', url } });
 try {
-  const openai = createOpenAI({ baseURL: env.AGENT_HARNESS_MODEL_BASE_URL, apiKey: 'unused' });
+  const openai = createOpenAI({ baseURL: env.AGENT_HARNESS_MODEL_BASE_URL, apiKey: env.AGENT_HARNESS_MODEL_API_KEY });
   const result = await generateText({
     model: openai.chat(env.AGENT_HARNESS_MODEL),
     system: env.AGENT_HARNESS_PROMPT,
