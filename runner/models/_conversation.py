@@ -160,7 +160,7 @@ def parse_messages(messages: Sequence[Any]) -> Conversation:
         elif role == "user" and user is not None and not steps and not answered:
             # user messages with no answer between them are one turn: agents put their own
             # context (Codex's <environment_context>, Claude Code's reminders) beside the request
-            user = f"{user}\n{text}"
+            user = f"{user}\n\n{text}"
         elif role == "user":
             close()
             user, steps, answered, pending = text, [], False, {}
