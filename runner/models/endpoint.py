@@ -23,6 +23,11 @@ litellm's stream translators.
 A scripted model is handed only the MCP server's tools, under the upstream's own names (the
 agent's names for them are matched by runner.models.toolnames), and its tool calls go back
 under the agent's names: it never calls an agent's built-in tool (shell, file edit, web).
+A failed tool call reaches the model as the runner's own loop shows it (`ERROR (isError=true):`
+before the text): where the API flags it (Anthropic's `is_error`, which litellm's adapter
+drops), for every model; where the agent can only say it in words (OpenAI chat and Responses,
+Gemini's `{"error": ...}`), for a scripted model, which reads the words
+(`runner.models._conversation.states_error`).
 
 U5: the endpoint is the run's alone. It listens on 127.0.0.1 (a free port); every request
 carries the run's token (a fresh one per run) as the API key its client sends (`Authorization:
@@ -259,6 +264,10 @@ class _Answerer:
                 _renamed_tool(t, names[_tool_name(t)]) for t in tools if _tool_name(t) in names
             ]
             sent = [_renamed_message(m, names) for m in sent]
+        if self.scripted:
+            # where the agent's API has no error flag, the error is in the text: the scripted
+            # model reads it there, as a model reads words (it takes only the runner's marker)
+            sent = [_error_marked(m) for m in sent]
         params = self.model.params.as_kwargs()
         if takes_seed(self.model.name, params):
             params["seed"] = self.seed
@@ -309,6 +318,46 @@ class _Answerer:
             usage={"prompt_tokens": prompt, "completion_tokens": completion,
                    "total_tokens": prompt + completion},
         )  # fmt: skip
+
+
+def _error_marked(message: dict[str, Any]) -> dict[str, Any]:
+    """A tool message whose text states an error, under the runner's isError marker."""
+    from runner.models._conversation import content_text, states_error
+    from runner.models.loop import ERROR_MARK
+
+    if message.get("role") != "tool":
+        return message
+    text = content_text(message.get("content"))
+    if text.lstrip().startswith(ERROR_MARK) or not states_error(text):
+        return message
+    return {**message, "content": f"{ERROR_MARK}\n{text}"}
+
+
+def _flag_anthropic_errors(messages: list[Any]) -> list[Any]:
+    """Anthropic tool results with `is_error: true`, their flag carried in the text as the
+    runner's isError marker: litellm's Messages adapter drops the flag, and a model behind the
+    endpoint must see it as a model behind Anthropic's API does (R3: isError made visible)."""
+    from runner.models.loop import ERROR_MARK
+
+    out = []
+    for message in messages:
+        blocks = message.get("content") if isinstance(message, dict) else None
+        if isinstance(blocks, list):
+            blocks = [
+                {**b, "content": _marked_content(b.get("content"), ERROR_MARK)}
+                if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("is_error")
+                else b
+                for b in blocks
+            ]
+            message = {**message, "content": blocks}
+        out.append(message)
+    return out
+
+
+def _marked_content(content: Any, mark: str) -> Any:
+    if isinstance(content, list):
+        return [{"type": "text", "text": mark}, *content]
+    return f"{mark}\n{content or ''}"
 
 
 def _tool_name(tool: dict[str, Any]) -> str:
@@ -418,6 +467,7 @@ async def serve_model(
         body = await _body(request, "messages", list)
         _API.set("messages")
         given = {k: body[k] for k in _MESSAGES_FIELDS if body.get(k) is not None}
+        given["messages"] = _flag_anthropic_errors(given["messages"])
         given.setdefault("max_tokens", 4096)
         answer = await litellm.anthropic.messages.acreate(model=routed, **given)
         if not body.get("stream"):

@@ -173,6 +173,94 @@ def test_u4_gemini_stream_generate_content_carries_the_function_call() -> None:
     assert call == {"name": "create_booking", "args": BOOK} and served[0].api == "gemini"
 
 
+# U4: a failed tool call reaches the scripted model as an error in each API: by the API's flag
+# (Anthropic's is_error), else by the words agents pass it on in (OpenAI chat and Responses
+# have no flag; Gemini's convention is a response with an `error` member). `scripted/careful`
+# cannot check (no reading tool here), so after an error it says it cannot confirm; after a
+# result it takes for success it says "Done".
+ARGS = json.dumps(BOOK)
+GEMINI_TOOLS = [{"functionDeclarations": [{"name": "create_booking", "parameters": SCHEMA}]}]
+
+
+def _after_result(api: str, text: str, *, is_error: bool = False) -> tuple[str, object]:
+    """(path, body): the user's request, the model's booking call and the tool's result."""
+    if api == "chat":
+        call = {"id": "c1", "type": "function",
+                "function": {"name": "create_booking", "arguments": ARGS}}  # fmt: skip
+        messages = [USER, {"role": "assistant", "content": None, "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": "c1", "content": text}]  # fmt: skip
+        return "/v1/chat/completions", {"model": "m", "messages": messages, "tools": TOOLS}
+    if api == "responses":
+        tool = {"type": "function", "name": "create_booking", "parameters": SCHEMA}
+        items = [{"role": "user", "content": USER["content"]},
+                 {"type": "function_call", "call_id": "c1", "name": "create_booking",
+                  "arguments": ARGS},
+                 {"type": "function_call_output", "call_id": "c1", "output": text}]  # fmt: skip
+        return "/v1/responses", {"model": "m", "input": items, "tools": [tool]}
+    if api == "messages":
+        result = {"type": "tool_result", "tool_use_id": "t1", "content": text}
+        if is_error:
+            result["is_error"] = True
+        messages = [
+            {"role": "user", "content": USER["content"]},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "t1", "name": "create_booking", "input": BOOK}]},
+            {"role": "user", "content": [result]},
+        ]  # fmt: skip
+        tools = [{"name": "create_booking", "input_schema": SCHEMA}]
+        return "/v1/messages", {"model": "m", "max_tokens": 100, "messages": messages,
+                                "tools": tools}  # fmt: skip
+    contents = [
+        {"role": "user", "parts": [{"text": USER["content"]}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "create_booking", "args": BOOK}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "create_booking",
+                                                         "response": json.loads(text)}}]},
+    ]  # fmt: skip
+    return "/v1beta/models/m:generateContent", {"contents": contents, "tools": GEMINI_TOOLS}
+
+
+def _final(api: str, text: str, *, is_error: bool = False) -> str:
+    path, body = _after_result(api, text, is_error=is_error)
+    answer, served = asyncio.run(_post(path, body))
+    assert answer.status_code == 200, answer.text
+    return str(served[-1].answer["content"])
+
+
+# (API, the tool result as an agent passes a failed call on): Codex's framing, opencode's and
+# the AI SDK's, qwen-code's, Gemini CLI's
+STATED = [
+    ("responses", "Wall time: 0.0113 seconds\nOutput:Error: the request timed out before the "
+                  "server answered."),
+    ("responses", "Wall time: 0.0231 seconds\nOutput:tool call error: tool call failed for "
+                  "`agent-harness/create_booking`\n\nCaused by:\n    Transport closed"),
+    ("chat", "MCP error -32001: Request timed out"),
+    ("chat", '[{"type":"text","text":"Error: the request timed out before the server answered."}]'),
+    ("chat", "MCP tool 'create_booking' reported tool error for function call: {}"),
+    ("gemini", '{"error": "MCP tool \'create_booking\' reported tool error"}'),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("api", "text"), STATED)
+def test_u4_an_error_an_agent_passes_on_in_words_is_an_error_to_the_scripted_model(
+    api: str, text: str
+) -> None:
+    assert _final(api, text).startswith("I cannot confirm the booking")
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_u4_a_result_that_states_no_error_is_a_success_to_the_scripted_model(api: str) -> None:
+    text = "Wall time: 0.02 seconds\nOutput:\n" if api == "responses" else ""
+    text += '{"booking_id": "BK-1A2B3C", "guest": "Al", "date": "2026-12-01", "nights": 2}'
+    assert _final(api, text) == "Done, booking BK-1A2B3C."
+
+
+def test_u4_anthropics_is_error_flag_reaches_the_model_as_the_isError_marker() -> None:
+    # words that state no error: only the flag says the call failed
+    text = "the upstream gave no answer in time"
+    assert _final("messages", text, is_error=True).startswith("I cannot confirm the booking")
+    assert _final("messages", text) == "Done, the booking went through."
+
+
 AGENT_TOOLS = [  # an agent's own tools beside the server's: a write verb, a shell, a fetch
     ("write_file", {"type": "object", "properties": {"file_path": {"type": "string"}}}),
     ("run_shell_command", {"type": "object", "properties": {"command": {"type": "string"}}}),
