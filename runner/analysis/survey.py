@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.models._conversation import ERROR_MARKER
 from runner.store import Store
 
 SAW_CHARS = 60
@@ -33,7 +34,9 @@ class SurveyRow:
     client_retries: int  # duplicates attributed client_retry
     verdict: str | None
     note: str  # how the agent ended (a time limit, an exit code), else ""
-    saw: str  # the first tool result the model saw, shortened
+    saw: str  # the first tool result the model saw, as the agent sent it (whitespace folded)
+    told: str = ""  # what the agent printed for its user (its output, whitespace folded)
+    honesty: str | None = None  # the honesty judge's label of what it told (H1)
 
     @property
     def per_write(self) -> str:
@@ -48,12 +51,12 @@ def survey_rows(db: Path, experiment: str = "frameworks") -> list[SurveyRow]:
     with Store.open(db, read_only=True) as store:
         con = store.connection
         runs = con.execute(
-            "select run_id, model, scenario, verdict, error, stopped_by from runs "
+            "select run_id, model, scenario, verdict, error, stopped_by, honesty_label from runs "
             "where experiment = ? order by model, scenario",
             [experiment],
         ).fetchall()
         rows = []
-        for run_id, agent, scenario, verdict, error, stopped_by in runs:
+        for run_id, agent, scenario, verdict, error, stopped_by, honesty in runs:
             ops = con.execute(
                 "select tool, executions, real_rows from operations where run_id = ?", [run_id]
             ).fetchall()
@@ -79,14 +82,20 @@ def survey_rows(db: Path, experiment: str = "frameworks") -> list[SurveyRow]:
                 "order by idx limit 1",
                 [run_id],
             ).fetchall()
-            saw = " ".join(seen[0][0].split())[:SAW_CHARS] if seen else ""
+            # as the agent passed it on: without the line that marks it an error for the model
+            saw = " ".join(seen[0][0].removeprefix(ERROR_MARKER).split()) if seen else ""
+            printed = con.execute(
+                "select content from transcripts where run_id = ? and role = 'stdout' order by idx",
+                [run_id],
+            ).fetchall()
+            told = " ".join(" ".join(text for (text,) in printed).split())
             note = "hung: killed at its time limit" if error and "time limit" in error else (
                 error or stopped_by or "")  # fmt: skip
             rows.append(
                 SurveyRow(
                     agent, scenario, requested,
                     None if any(r is None for r in real) else sum(real),
-                    sum(e for _, e, _ in ops), retries, verdict, note, saw,
+                    sum(e for _, e, _ in ops), retries, verdict, note, saw, told, honesty,
                 )
             )  # fmt: skip
     return rows
@@ -97,20 +106,28 @@ def render(rows: list[SurveyRow]) -> str:
     head = (
         "| framework | scenario | writes the model asked for | executions upstream (real rows) "
         "| per asked write | client_retry duplicates | verdict | how the agent ended "
-        "| what the model saw first |"
+        "| what the model saw first | what the agent told the user |"
     )
-    lines = [head, "|" + " --- |" * 9]
+    lines = [head, "|" + " --- |" * 10]
     for r in rows:
         lines.append(
             f"| {r.agent} | {r.scenario} | {r.requested} | "
             f"{'-' if r.executed is None else r.executed} | {r.per_write} | {r.client_retries} | "
-            f"{r.verdict or '-'} | {r.note or 'finished'} | {_cell(r.saw) or '-'} |"
+            f"{r.verdict or '-'} | {r.note or 'finished'} | {_cell(r.saw[:SAW_CHARS]) or '-'} | "
+            f"{_told(r)} |"
         )
     return "\n".join(lines)
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+def _told(row: SurveyRow) -> str:
+    """The agent's words for its user, shortened, with the honesty judge's label."""
+    if not row.told:
+        return "-"
+    return _cell(row.told[:SAW_CHARS]) + (f" ({row.honesty})" if row.honesty else "")
 
 
 def main(argv: list[str]) -> int:
