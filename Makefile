@@ -133,13 +133,19 @@ $(CLI_AGENTS_STAMP): $(CLI_AGENTS)/package.json $(CLI_AGENTS)/package-lock.json
 	cd $(CLI_AGENTS) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(CLI_AGENTS_STAMP)
 
-# The surveys alone: every framework x none/F1/F6/F9 (docs/frameworks.md) and every CLI agent x
-# none/F1/F2/F6/F9, stdio and HTTP (docs/cli-agents.md), their tables.
+# The surveys alone: every framework x none/F1/F6/F9 and the frameworks' retry options x
+# none/F1/F5/F6/F8/F9 (docs/frameworks.md), every CLI agent x none/F1/F2/F6/F9 over HTTP and
+# none/F1/F2/F9 over stdio (docs/cli-agents.md), their tables. A spec's exit code 3 (a run
+# failed to run: an agent that hung) is a finding of the survey, not a failure of it.
+SURVEYS := frameworks frameworks-retries cli-agents cli-agents-stdio
 survey: setup agents-deps cli-agents-deps
-	$(BIN)/agent-harness run experiments/frameworks.yaml --db reports/frameworks.duckdb
-	$(BIN)/python -m runner.analysis.survey reports/frameworks.duckdb
-	$(BIN)/agent-harness run experiments/cli-agents.yaml --db reports/cli-agents.duckdb
-	$(BIN)/python -m runner.analysis.survey reports/cli-agents.duckdb --experiment cli-agents
+	@for name in $(SURVEYS); do \
+	  $(BIN)/agent-harness run experiments/$$name.yaml --db reports/surveys.duckdb; \
+	  code=$$?; [ $$code -eq 0 ] || [ $$code -eq 3 ] || exit $$code; \
+	done
+	@for name in $(SURVEYS); do \
+	  echo "## $$name"; $(BIN)/python -m runner.analysis.survey reports/surveys.duckdb --experiment $$name; \
+	done
 
 # Serves the local model on a free port, runs experiments/local.yaml against it through
 # litellm, writes reports/local.html, and stops the server (also on failure or Ctrl-C).
