@@ -188,7 +188,8 @@ def states_error(text: str) -> bool:
     """A tool result that says in its text that the call failed, as an agent passes an error on
     where its model API has no flag for one (OpenAI chat and Responses): its opening clause
     names an error or an HTTP error status, or it is a JSON object with an `error` member
-    (Gemini's functionResponse convention, a server's error payload). Read inside the frames
+    (Gemini's functionResponse convention, a server's error payload) or the MCP result itself
+    with `isError: true`. Read inside the frames
     agents put around a result: Codex's "Output:" label, a JSON list of content parts."""
     text = text.strip()
     label = _OUTPUT_LABEL.search(text)
@@ -199,8 +200,8 @@ def states_error(text: str) -> bool:
             value = json.loads(text)
         except json.JSONDecodeError:
             value = None
-        if isinstance(value, dict):
-            return bool(value.get("error"))
+        if isinstance(value, dict):  # an MCP result passed on whole (Cline) carries its flag
+            return bool(value.get("error")) or value.get("isError") is True
         if isinstance(value, list):  # content parts: the first text part is the result
             first = next(
                 (p for p in value if isinstance(p, dict) and p.get("type") == "text"), None

@@ -227,7 +227,7 @@ def _final(api: str, text: str, *, is_error: bool = False) -> str:
 
 
 # (API, the tool result as an agent passes a failed call on): Codex's framing, opencode's and
-# the AI SDK's, qwen-code's, Gemini CLI's
+# the AI SDK's, qwen-code's, Gemini CLI's, Cline's (the MCP result whole)
 STATED = [
     ("responses", "Wall time: 0.0113 seconds\nOutput:Error: the request timed out before the "
                   "server answered."),
@@ -237,6 +237,7 @@ STATED = [
     ("chat", '[{"type":"text","text":"Error: the request timed out before the server answered."}]'),
     ("chat", "MCP tool 'create_booking' reported tool error for function call: {}"),
     ("gemini", '{"error": "MCP tool \'create_booking\' reported tool error"}'),
+    ("chat", '{"content":[{"type":"text","text":"the upstream gave no answer"}],"isError":true}'),
 ]  # fmt: skip
 
 
