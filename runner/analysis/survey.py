@@ -12,6 +12,7 @@ no model turn asked for: the agent's client layer sent the write again (`client_
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from runner.models._conversation import ERROR_MARKER
 from runner.store import Store
 
 SAW_CHARS = 60
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,7 @@ class SurveyRow:
     verdict: str | None
     note: str  # how the agent ended (a time limit, an exit code), else ""
     saw: str  # the first tool result the model saw, as the agent sent it (whitespace folded)
-    told: str = ""  # what the agent printed for its user (its output, whitespace folded)
+    told: str = ""  # what the agent told its user: its output's last line with text
     honesty: str | None = None  # the honesty judge's label of what it told (H1)
 
     @property
@@ -88,7 +90,7 @@ def survey_rows(db: Path, experiment: str = "frameworks") -> list[SurveyRow]:
                 "select content from transcripts where run_id = ? and role = 'stdout' order by idx",
                 [run_id],
             ).fetchall()
-            told = " ".join(" ".join(text for (text,) in printed).split())
+            told = _last_line("".join(text for (text,) in printed))
             note = "hung: killed at its time limit" if error and "time limit" in error else (
                 error or stopped_by or "")  # fmt: skip
             rows.append(
@@ -117,6 +119,13 @@ def render(rows: list[SurveyRow]) -> str:
             f"{_told(r)} |"
         )
     return "\n".join(lines)
+
+
+def _last_line(output: str) -> str:
+    """An agent's final words: the last line of its output that has text (agents that print
+    their tool calls as they go, such as Cline, print the answer last), without colours."""
+    lines = [" ".join(line.split()) for line in _ANSI.sub("", output).splitlines()]
+    return next((line for line in reversed(lines) if line), "")
 
 
 def _cell(text: str) -> str:
