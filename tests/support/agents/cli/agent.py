@@ -2,7 +2,7 @@
 """The CLI coding agents of the survey (docs/cli-agents.md) as command agents: for each, the
 small wrapper its own documentation prescribes for non-interactive use.
 
-    agent.py claude-code | codex | gemini-cli | qwen-code | opencode
+    agent.py claude-code | codex | gemini-cli | qwen-code | opencode | cline
 
 It reads what the runner hands every command agent (AGENT_HARNESS_MCP_CONFIG, the model
 endpoint's URLs and the run's API key, the prompt and the user's message), writes the agent's
@@ -192,12 +192,42 @@ def opencode() -> tuple[list[str], dict[str, str]]:
     return [str(BIN / "opencode"), "run", prompt()], env
 
 
+def cline() -> tuple[list[str], dict[str, str]]:
+    """Cline: `cline --data-dir DIR PROMPT` runs one task and exits (the data folder is its
+    sandbox mode: no background hub daemon that would outlive the run); in DIR/settings, the
+    endpoint as an OpenAI-compatible provider (what `cline auth` writes), the MCP server, and
+    telemetry (its OpenTelemetry export to otel.cline.bot) and auto-update off."""
+    entry = server()
+    if "url" in entry:
+        transport = {"type": "streamableHttp", "url": entry["url"]}
+    else:
+        transport = {"type": "stdio", "command": entry["command"], "args": entry["args"],
+                     "env": entry.get("env") or {}}  # fmt: skip
+    settings = HOME / ".cline" / "data" / "settings"
+    provider = {
+        "provider": "openai-compatible", "apiKey": ENV["AGENT_HARNESS_MODEL_API_KEY"],
+        "model": ENV["AGENT_HARNESS_MODEL"], "baseUrl": ENV["AGENT_HARNESS_MODEL_BASE_URL"],
+    }  # fmt: skip
+    providers = {
+        "version": 1, "lastUsedProvider": "openai-compatible", "modes": {},
+        "providers": {"openai-compatible": {"settings": provider, "tokenSource": "manual",
+                                            "updatedAt": "2026-01-01T00:00:00.000Z"}},
+    }  # fmt: skip
+    write(settings / "providers.json", json.dumps(providers, indent=2))
+    write(settings / "cline_mcp_settings.json",
+          json.dumps({"mcpServers": {SERVER: {"transport": transport}}}, indent=2))  # fmt: skip
+    write(settings / "global-settings.json",
+          json.dumps({"telemetryOptOut": True, "autoUpdateEnabled": False}))  # fmt: skip
+    return [str(BIN / "cline"), "--data-dir", str(settings.parent), prompt()], {}
+
+
 AGENTS = {
     "claude-code": claude_code,
     "codex": codex,
     "gemini-cli": gemini_cli,
     "qwen-code": qwen_code,
     "opencode": opencode,
+    "cline": cline,
 }
 
 
