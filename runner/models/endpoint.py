@@ -252,7 +252,7 @@ class _Answerer:
 
         tools = [t for t in given.get("tools") or () if isinstance(t, dict)]
         names = await self._names(tools)
-        sent = [dict(m) for m in messages]
+        sent = [_text_joined(dict(m)) for m in messages]
         if names is not None:
             recorded = {**{v: v for v in names.values()}, **names}
         else:
@@ -318,6 +318,18 @@ class _Answerer:
             usage={"prompt_tokens": prompt, "completion_tokens": completion,
                    "total_tokens": prompt + completion},
         )  # fmt: skip
+
+
+def _text_joined(message: dict[str, Any]) -> dict[str, Any]:
+    """A message whose content is only text parts, with its text as one string: every model
+    reads that (llama.cpp's server refuses a system message in parts, as Claude Code sends
+    it); parts of other kinds (images) are left as they are."""
+    content = message.get("content")
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and p.get("type") == "text" for p in content
+    ):
+        message["content"] = "\n".join(str(p.get("text", "")) for p in content)
+    return message
 
 
 def _error_marked(message: dict[str, Any]) -> dict[str, Any]:

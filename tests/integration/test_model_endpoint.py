@@ -96,6 +96,33 @@ def test_u1_endpoint_forwards_to_any_litellm_model_with_its_env_reference_read(
     assert seen.body["model"] == "local" and seen.body["tools"] == TOOLS
 
 
+def test_u4_a_system_prompt_in_text_parts_reaches_a_forwarded_model_as_one_string(
+    monkeypatch: Any,
+) -> None:
+    # Claude Code sends its system prompt as text parts; llama.cpp's server takes a string only
+    from tests.support.openai_stub import completion, openai_stub
+
+    async def ask(model: ModelSpec) -> None:
+        import httpx
+
+        async with serve_model(model, seed=1, timeout_s=30) as endpoint:
+            body = {"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}],
+                    "system": [{"type": "text", "text": "You are a CLI."},
+                               {"type": "text", "text": "You book rooms."}]}  # fmt: skip
+            headers = {"x-api-key": endpoint.token}
+            async with httpx.AsyncClient(base_url=endpoint.server_url, timeout=30) as client:
+                answer = await client.post("/v1/messages", json=body, headers=headers)
+            assert answer.status_code == 200, answer.text
+
+    with openai_stub([completion("hello")]) as stub:
+        monkeypatch.setenv("SURVEY_LOCAL_BASE", stub.url)
+        params = {"api_base": "os.environ/SURVEY_LOCAL_BASE"}
+        asyncio.run(ask(ModelSpec.model_validate({"name": "openai/local", "params": params})))
+    (seen,) = stub.requests
+    system = seen.body["messages"][0]
+    assert system == {"role": "system", "content": "You are a CLI.\nYou book rooms."}
+
+
 # U4: the APIs agents speak, each streamed as the agent asks, answered by one chat core.
 BOOK = {"guest": "Al", "date": "2026-12-01", "nights": 2}
 SCHEMA = TOOLS[0]["function"]["parameters"]
