@@ -250,7 +250,7 @@ class _Answerer:
 
         from runner.models.calls import plan_call, takes_seed
 
-        tools = [t for t in given.get("tools") or () if isinstance(t, dict)]
+        tools = [_with_parameters(t) for t in given.get("tools") or () if isinstance(t, dict)]
         names = await self._names(tools)
         sent = [_text_joined(dict(m)) for m in messages]
         if names is not None:
@@ -320,16 +320,31 @@ class _Answerer:
         )  # fmt: skip
 
 
+# The shapes below are the same request to an OpenAI-compatible model, written the way every
+# server reads it: llama.cpp's server (the local model) refuses the other spellings.
+
+
 def _text_joined(message: dict[str, Any]) -> dict[str, Any]:
-    """A message whose content is only text parts, with its text as one string: every model
-    reads that (llama.cpp's server refuses a system message in parts, as Claude Code sends
-    it); parts of other kinds (images) are left as they are."""
+    """A message whose content is only text parts, with its text as one string (Claude Code
+    sends its system prompt in parts), and a content member always there (Cline's assistant
+    turns with tool calls have none); parts of other kinds (images) are left as they are."""
     content = message.get("content")
     if isinstance(content, list) and all(
         isinstance(p, dict) and p.get("type") == "text" for p in content
     ):
         message["content"] = "\n".join(str(p.get("text", "")) for p in content)
+    if message.get("content") is None and message.get("tool_calls"):
+        message["content"] = ""  # litellm drops a null content, and the key with it
     return message
+
+
+def _with_parameters(tool: dict[str, Any]) -> dict[str, Any]:
+    """A function tool with its parameters schema: an empty object where the agent gave none
+    (qwen-code's tools without arguments), which is what no schema means."""
+    fn = tool.get("function")
+    if isinstance(fn, dict) and "parameters" not in fn:
+        return {**tool, "function": {**fn, "parameters": {"type": "object", "properties": {}}}}
+    return tool
 
 
 def _error_marked(message: dict[str, Any]) -> dict[str, Any]:

@@ -123,6 +123,35 @@ def test_u4_a_system_prompt_in_text_parts_reaches_a_forwarded_model_as_one_strin
     assert system == {"role": "system", "content": "You are a CLI.\nYou book rooms."}
 
 
+def test_u4_tools_without_parameters_and_turns_without_content_reach_a_forwarded_model_whole(
+    monkeypatch: Any,
+) -> None:
+    # qwen-code sends tools without `parameters`, Cline assistant turns without `content`:
+    # llama.cpp's server refuses both (a 500 of validation errors, a template error)
+    from tests.support.openai_stub import completion, openai_stub
+
+    bare = {"type": "function", "function": {"name": "list_agents", "description": "List."}}
+    call = {"id": "c1", "type": "function", "function": {"name": "list_agents", "arguments": "{}"}}
+    messages = [USER, {"role": "assistant", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "none"}]  # fmt: skip
+
+    async def ask(model: ModelSpec) -> None:
+        from openai import AsyncOpenAI
+
+        async with serve_model(model, seed=1, timeout_s=30) as endpoint:
+            client = AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.token, max_retries=0)
+            await client.chat.completions.create(model="m", messages=messages, tools=[bare])
+            await client.close()
+
+    with openai_stub([completion("ok")]) as stub:
+        monkeypatch.setenv("SURVEY_LOCAL_BASE", stub.url)
+        params = {"api_base": "os.environ/SURVEY_LOCAL_BASE"}
+        asyncio.run(ask(ModelSpec.model_validate({"name": "openai/local", "params": params})))
+    (seen,) = stub.requests
+    assert seen.body["tools"][0]["function"]["parameters"] == {"type": "object", "properties": {}}
+    assert "content" in seen.body["messages"][1]
+
+
 # U4: the APIs agents speak, each streamed as the agent asks, answered by one chat core.
 BOOK = {"guest": "Al", "date": "2026-12-01", "nights": 2}
 SCHEMA = TOOLS[0]["function"]["parameters"]
