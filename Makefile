@@ -129,8 +129,12 @@ $(AGENTS_NODE_STAMP): $(AGENTS_NODE)/package.json $(AGENTS_NODE)/package-lock.js
 
 cli-agents-deps: $(CLI_AGENTS_STAMP)
 
+# `npm install --no-save` with the lock, not `npm ci`: the agents' native binaries are optional
+# packages per platform, a registry mirror may carry only this platform's (the others 404, and
+# npm leaves them out of the lock), and `npm ci` refuses a lock without every platform's entry.
+# The lock still pins every version; --no-save leaves it and package.json as they are.
 $(CLI_AGENTS_STAMP): $(CLI_AGENTS)/package.json $(CLI_AGENTS)/package-lock.json
-	cd $(CLI_AGENTS) && npm ci --no-audit --no-fund --loglevel=error
+	cd $(CLI_AGENTS) && npm install --no-save --no-audit --no-fund --loglevel=error
 	touch $(CLI_AGENTS_STAMP)
 
 # The surveys alone: every framework x none/F1/F6/F9 and the frameworks' retry options x
