@@ -193,8 +193,8 @@ def opencode() -> tuple[list[str], dict[str, str]]:
 
 
 def cline() -> tuple[list[str], dict[str, str]]:
-    """Cline: `cline --data-dir DIR PROMPT` runs one task and exits (the data folder is its
-    sandbox mode: no background hub daemon that would outlive the run); in DIR/settings, the
+    """Cline: `cline --data-dir DIR PROMPT` runs one task and exits (a data folder is its
+    sandbox mode, whose backend exits with the command, not a shared hub); in DIR/settings, the
     endpoint as an OpenAI-compatible provider (what `cline auth` writes), the MCP server, and
     telemetry (its OpenTelemetry export to otel.cline.bot) and auto-update off."""
     entry = server()
