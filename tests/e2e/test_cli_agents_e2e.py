@@ -5,7 +5,7 @@ command agents by `agent-harness run`, each through the headless wrapper its doc
 completions through the AI SDK), under F1 and F6 over HTTP. One run per cell, 4 runs, 2 at a
 time.
 
-Ground truth: the built-in booking service's rows. The full survey (seven agents, none/F1/F2/
+Ground truth: the built-in booking service's rows. The full survey (six agents, none/F1/F2/
 F6/F9, stdio and HTTP) is `make survey` (docs/cli-agents.md); this pins two agents' cells.
 These two end by themselves under F6 (Codex at once, opencode at its MCP client's 60 s
 request timeout); Claude Code, Gemini CLI and qwen-code wait for the closed stream's answer
