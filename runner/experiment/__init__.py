@@ -8,7 +8,7 @@ parameters). Every problem becomes one line `FILE:LINE: FIELD: message` in a `Sp
 once; `runner.experiment.records` holds what each run leaves (the store's rows).
 """
 
-from runner.experiment._agents import PLACEHOLDERS, AgentSpec
+from runner.experiment._agents import PLACEHOLDERS, AgentSpec, resolved_command
 from runner.experiment._base import (
     FrozenDict,
     SpecError,
@@ -63,6 +63,7 @@ __all__ = [
     "load_spec",
     "matrix_problem",
     "name_problem",
+    "resolved_command",
     "thaw",
     "unset_variables",
 ]
