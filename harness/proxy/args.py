@@ -135,7 +135,11 @@ FLAGS: tuple[Flag, ...] = (
          "agent (default on; use off for a real measurement)."),
     Flag("--report-file", "PATH", "Keep report, score and patches as JSON in this file: current "
          "before every upstream call and every answer, replaced atomically. Without "
-         "--event-log the events go to PATH.events.jsonl beside it."),
+         "--event-log the events go to PATH.events.jsonl beside it. Without this flag the "
+         "report goes to a new file under $XDG_STATE_HOME/agent-harness/reports (else "
+         "~/.local/state/...), printed at the start; the verdict line at the end names it."),
+    Flag("--no-report-file", "", "Write no report file (the verdict line is printed at the end "
+         "all the same).", switch=True),
     Flag("--event-log", "PATH", "Append every event as a JSON line (re-judge it later with "
          "`agent-harness judge PATH`). A proxy started on a log that holds earlier sessions "
          "continues their judgement: the report judges every session in it."),
@@ -168,6 +172,10 @@ class ProxyConfig:
     listen: tuple[str, int] | None = None
     allowed_origins: tuple[str, ...] = ()
     listen_limits: ListenLimits = field(default_factory=ListenLimits)  # V10
+    # Q3: without --report-file (and without --no-report-file) the report goes to a file of
+    # its own under the user's state folder (harness.proxy.verdict); a program that starts
+    # the proxy with --config names its report file or none.
+    default_report: bool = False
 
     __pydantic_config__ = {"extra": "forbid"}  # a config file names only these
 
@@ -213,6 +221,8 @@ class Parsed:
     config: ProxyConfig | None = None
     help: bool = False
     version: bool = False
+    # --config: a program started the proxy and reads its report itself (no verdict line)
+    from_file: bool = False
 
 
 def _split_flags(argv: list[str]) -> dict[str, list[str]]:
@@ -290,7 +300,7 @@ def parse(argv: list[str]) -> Parsed:
     if "--version" in values:
         return Parsed(version=True)
     if "--config" in values:
-        return Parsed(config=_config_file(values))
+        return Parsed(config=_config_file(values), from_file=True)
     one = {k: v[-1] for k, v in values.items()}
     url = _upstream_url(one, values)
     headers = _upstream_headers(values) if url else ()
@@ -342,6 +352,8 @@ def parse(argv: list[str]) -> Parsed:
     fault_delay = int(_number("--fault-delay", one.get("--fault-delay", "0"), int))
     seed = int(_number("--seed", one["--seed"], int)) if "--seed" in one else None
 
+    if "--report-file" in one and "--no-report-file" in one:
+        raise UsageError("--report-file and --no-report-file exclude each other")
     audit = one.get("--audit-tools", "on").lower()
     if audit not in ("on", "off"):
         raise UsageError(f"--audit-tools must be on or off, got {one['--audit-tools']!r}")
@@ -407,6 +419,7 @@ def parse(argv: list[str]) -> Parsed:
             classifier=classifier,
             audit_tools=audit == "on",
             report_file=one.get("--report-file"),
+            default_report="--report-file" not in one and "--no-report-file" not in one,
             event_log=one.get("--event-log"),
             upstream_timeout_s=timeout,
             max_message_bytes=max_bytes,
@@ -594,8 +607,12 @@ def help_text() -> str:
         "  --help",
         "      Show this help and exit.",
         "",
-        "Exit codes: 0 normal end (read the verdict from --report-file), 1 bad arguments, an",
-        "upstream that did not start, or a report file or event log that could not be written.",
+        "At the end the proxy prints its verdict on stderr in one line: verdict, score, why,",
+        "and where the report file is.",
+        "",
+        "Exit codes: 0 normal end (the verdict is in the last line and the report file), 1 bad",
+        "arguments, an upstream that did not start, or a report file or event log that could",
+        "not be written.",
     ]
     return "\n".join(lines)
 

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from harness import __version__
@@ -26,6 +27,7 @@ from harness.proxy.args import ProxyConfig, help_text, parse
 from harness.proxy.eventlog import EventLogFile
 from harness.proxy.refusals import unrecordable_line
 from harness.proxy.router import Proxy
+from harness.proxy.verdict import default_report_path, verdict_line
 from harness.report.file import ReportFile
 from harness.session import Session
 from harness.wire.http import headers as http_headers
@@ -58,15 +60,18 @@ def main(argv: list[str]) -> int:
         return 0
     assert parsed.config is not None
     try:
-        return asyncio.run(serve(parsed.config))
+        return asyncio.run(serve(parsed.config, say_verdict=not parsed.from_file))
     finally:
         _silence_stdout()
 
 
-async def serve(config: ProxyConfig) -> int:
-    """Start the upstream, proxy stdio until the session ends, shut everything down."""
+async def serve(config: ProxyConfig, *, say_verdict: bool = True) -> int:
+    """Start the upstream, proxy stdio until the session ends, shut everything down;
+    `say_verdict`: the verdict's line at the end (Q3; not for a program, which reads the
+    report file it named, and whose agent under test may read the proxy's stderr, U3)."""
     report: ReportFile | None = None
     event_log: EventLogFile | None = None
+    config = with_default_report(config)
     try:
         log_path = event_log_path(config)
         checked = _check_outputs(config, log_path)
@@ -103,9 +108,10 @@ async def serve(config: ProxyConfig) -> int:
     if config.listen is not None:
         from harness.proxy.listening import serve_listening
 
-        return await serve_listening(
+        code = await serve_listening(
             config, session, upstream, open_upstream, report, event_log, log
         )
+        return _said(code, session, config) if say_verdict else code
     client_in, client_out = await stdio_lines(config.max_message_bytes)
     proxy = Proxy(
         config,
@@ -150,6 +156,30 @@ async def serve(config: ProxyConfig) -> int:
             event_log.close()
         if report is not None:
             report.release()
+    return _said(code, session, config) if say_verdict else code
+
+
+def with_default_report(config: ProxyConfig) -> ProxyConfig:
+    """Q3: the config with the default report file when none was named, said at the start; a
+    folder that cannot be made costs the file, never the session (one WARNING line)."""
+    if not config.default_report or config.report_file is not None:
+        return config
+    try:
+        path = default_report_path()
+    except OSError as exc:
+        log(f"WARNING: no report file: {exc.strerror or exc} ({exc.filename}); give --report-file")
+        return config
+    log(f"report file: {path} (--report-file PATH names another; the verdict comes at the end)")
+    return replace(config, report_file=str(path))
+
+
+def _said(code: int, session: Session, config: ProxyConfig) -> int:
+    """Q3: the verdict in the last line of a session that ended normally; `code` unchanged."""
+    if code == 0:
+        where = config.report_file or (
+            "none written" + ("" if config.default_report else " (--no-report-file)")
+        )
+        log(verdict_line(session.judgement(), where))
     return code
 
 

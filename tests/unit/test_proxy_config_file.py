@@ -156,7 +156,7 @@ def test_x1_every_flag_reaches_a_proxy_through_its_config_file(tmp_path: Path) -
          "--upstream-header-env=C=D", "--listen", "127.0.0.1:0",
          "--allowed-origin=https://app.example", "--max-sessions", "1",
          "--session-idle-timeout", "2", "--max-connections", "3", "--http-header-timeout", "4",
-         "--http-body-timeout", "5", "--http-idle-timeout", "6"],
+         "--http-body-timeout", "5", "--http-idle-timeout", "6", "--no-report-file"],  # Q3
         # H2: each fault parameter's flag, with a scenario that takes it (the registry)
         *(["--upstream-command=x", "--listen=127.0.0.1:0", "--scenario", users_of(param)[0],
            param.flag, param.text(param.high)] for param in PARAMS),
