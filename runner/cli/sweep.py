@@ -13,7 +13,13 @@ from harness.base.errors import HarnessError
 from harness.base.outfile import STDOUT, resolve, write_file
 from harness.base.textsafe import terminal
 from runner.cli.report import default_report_path, report
-from runner.cli.run import ADDRESS_HELP, CPUS_HELP, EXECUTOR_HELP, PROCESSES_HELP
+from runner.cli.run import (
+    ADDRESS_HELP,
+    CPUS_HELP,
+    EXECUTOR_HELP,
+    KEEP_GOING_HELP,
+    PROCESSES_HELP,
+)
 from runner.exits import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, EXIT_RUNS_FAILED
 from runner.exits import print_error as _error  # one line per problem
 
@@ -56,6 +62,7 @@ def sweep_command(
     processes: Annotated[
         int | None, typer.Option("--processes", min=1, max=64, help=PROCESSES_HELP)
     ] = None,
+    keep_going: Annotated[bool, typer.Option("--keep-going", help=KEEP_GOING_HELP)] = False,
 ) -> None:
     """Regression sweep: run (resumably), compare duplicate rates with a baseline.
 
@@ -65,6 +72,7 @@ def sweep_command(
         sweep(
             spec, baseline, db, junit, out, export_baseline, concurrency,
             executor=executor, address=address, cpus_per_run=cpus_per_run, processes=processes,
+            keep_going=keep_going,
         )
     )  # fmt: skip
 
@@ -112,6 +120,7 @@ def sweep(
     address: str | None = None,
     cpus_per_run: float = 1.0,
     processes: int | None = None,
+    keep_going: bool = False,
 ) -> int:
     """Run (resumably), compare with the baseline, write JUnit + HTML.
 
@@ -139,7 +148,7 @@ def sweep(
     executed = execute(
         spec, db=db, concurrency=concurrency, resume=True, retry_errors=False, only=[],
         dry_run=False, in_process=None, command="sweep", executor=executor, address=address,
-        cpus_per_run=cpus_per_run, processes=processes,
+        cpus_per_run=cpus_per_run, processes=processes, keep_going=keep_going,
     )  # fmt: skip
     if isinstance(executed, int):
         return executed

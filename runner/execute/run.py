@@ -349,8 +349,8 @@ def _describe(exc: BaseException, connection: Connection | None, workdir: Path) 
             leaves = leaves[0].exceptions
         exc = leaves[0]
     # Raised inside the MCP session, it arrives wrapped in the session's task group.
-    if isinstance(exc, ModelCallFailed):
-        return f"model call failed: {exc}"
+    if isinstance(exc, ModelCallFailed):  # Q2: its kind, when the setup is the cause
+        return f"model call failed{f' ({exc.kind})' if exc.kind else ''}: {exc}"
     text = (str(exc).strip().splitlines() or [""])[0][:300]
     message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     stderr = workdir / "proxy.stderr"
