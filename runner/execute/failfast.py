@@ -5,8 +5,8 @@ run the same way, each after the runner's retries: 126 of 240 runs in ten minute
 STREAK runs of one model in a row fail with the same setup failure (a missing or refused key,
 a refused connection, a model the server does not know, or a command agent that ended before
 its MCP session started), the model's runs not yet started are not run: they count as not run
-(exit 3), and the same command runs them once the cause is mended (`--keep-going`: never
-stop). Runs already in flight finish and are stored.
+(exit 3); once the cause is mended, the same command with `--retry-errors` runs the failed
+ones and the rest (`--keep-going`: never stop). Runs already in flight finish and are stored.
 
 Why 3: each of those runs already had the spec's retries (`retry.attempts`) for a refused
 connection, so three in a row rule out a one-off (a local server restarting between two runs)
@@ -83,7 +83,8 @@ class FailFast:
         """One line per stopped model: why, and how many of its runs were not started."""
         return [
             f"Stopped {s.label}: {s.count} runs in a row failed the same way ({s.kind}), so its "
-            f"other {self.skipped.get(model, 0)} runs were not started (mend it and run the same "
-            f"command again; --keep-going never stops). The last error: {s.error}"
+            f"other {self.skipped.get(model, 0)} runs were not started (mend it, then run the "
+            "same command with --retry-errors; --keep-going never stops). The last error: "
+            f"{s.error}"
             for model, s in self.stopped.items()
         ]
