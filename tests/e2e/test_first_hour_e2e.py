@@ -6,6 +6,7 @@ caught by --dry-run (Q2), `report` names what a store holds (Q4), and the ETA wa
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -215,3 +216,32 @@ def test_q6_no_eta_before_runs_finished_after_the_first_round(tmp_path: Path) ->
     assert progress[0].endswith("ETA --:--"), progress
     assert progress[-1].endswith("6/6 runs  failing to run: 0  with a duplicate: 0  "
                                  "disagreeing with real rows: 0  ETA 00:00"), progress  # fmt: skip
+
+
+# -- Q5: a sweep compares every kind the baseline has a rate for --------------------------------
+
+
+def test_q5_a_sweep_whose_agent_now_ignores_retry_after_regresses(tmp_path: Path) -> None:
+    # the same group (model label, prompt, upstream, conversation, F2, patch) first with an
+    # agent that waits out a 429, then with one that re-sends at once: no duplicate either time
+    # (the 429 executed nothing), so a comparison of duplicate rates saw no regression
+    def spec(folder: Path, model: str) -> Path:
+        return _spec(folder, name="nightly", models=[{"name": model, "label": "agent"}],
+                     scenarios=["F2"], runs=4)  # fmt: skip
+
+    baseline = cli(tmp_path, "sweep", str(spec(tmp_path / "before", "scripted/careful")), "--db",
+                   "before.duckdb", "--export-baseline", "baseline.json")  # fmt: skip
+    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+    summary = json.loads((tmp_path / "baseline.json").read_text())
+    assert summary["version"] == 2
+    (group,) = summary["groups"]
+    assert (group["k"], group["n"], group["kinds"]["RETRY_AFTER_VIOLATED"]["k"]) == (0, 4, 0)
+    result = cli(tmp_path, "sweep", str(spec(tmp_path / "after", "scripted/naive")), "--baseline",
+                 "baseline.json", "--db", "after.duckdb", "--junit", "junit.xml")  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "REGRESSION" in result.stdout and "(RETRY_AFTER_VIOLATED) 4 of 4 (100%), above" in (
+        result.stdout
+    )
+    # ground truth: each run's booking exists once; the regression is the retry window
+    rows = query(tmp_path / "after.duckdb", "select verdict, real_duplicate from runs")
+    assert rows == [("FAIL", False)] * 4
