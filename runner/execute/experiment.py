@@ -253,6 +253,10 @@ def _sweep(
 ) -> Executed | int:
     from runner.execute import run_sweep
     from runner.execute.terminal import ProgressLine, summary_table
+    from runner.experiment import truth_kind, truth_words
+
+    # Q6: the verdicts are set against real rows, a server's state or a cassette's count
+    kinds = [truth_kind(upstream.model_dump()) for upstream in spec.upstreams]
 
     say(
         f"Experiment {spec.name}: {len(cells)} runs in the matrix"
@@ -270,7 +274,8 @@ def _sweep(
         result = run_until_signalled(
             run_sweep(
                 spec, cells, store, all_cells=all_cells, concurrency=concurrency, resume=resume,
-                retry_errors=retry_errors, in_process=in_process, on_progress=ProgressLine(),
+                retry_errors=retry_errors, in_process=in_process,
+                on_progress=ProgressLine(truth=truth_words(kinds, short=True)),
                 keep_going=keep_going, **execute,
             )
         )  # fmt: skip
@@ -315,7 +320,7 @@ def _sweep(
         )
     runs = store.load_runs(spec.name)
     executed = _outcome(spec, cells, runs, retry_errors, result.stopped_early)
-    print(terminal(summary_table(runs), lines=True))
+    print(terminal(summary_table(runs, truth_words(kinds)), lines=True))
     print(f"\nStored in {db}. Report: {report_command(db, spec.name)}")
     return executed
 

@@ -36,9 +36,12 @@ from runner.experiment._models import (
     PatchArm,
     Prompt,
 )
+from runner.experiment._truth import ROW_WORDS, stored_truth_kinds, truth_kind, truth_words
+from runner.experiment._truth import ROWS as TRUTH_ROWS
 
 __all__ = [
     "PLACEHOLDERS",
+    "ROW_WORDS",
     "AgentSpec",
     "ChaosParams",
     "Conversation",
@@ -55,6 +58,7 @@ __all__ = [
     "Scenario",
     "SpecError",
     "StopEarly",
+    "TRUTH_ROWS",
     "TruthProbe",
     "Upstream",
     "canonical_json",
@@ -64,6 +68,9 @@ __all__ = [
     "matrix_problem",
     "name_problem",
     "resolved_command",
+    "stored_truth_kinds",
     "thaw",
+    "truth_kind",
+    "truth_words",
     "unset_variables",
 ]

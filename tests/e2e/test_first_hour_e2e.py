@@ -245,3 +245,34 @@ def test_q5_a_sweep_whose_agent_now_ignores_retry_after_regresses(tmp_path: Path
     # ground truth: each run's booking exists once; the regression is the retry window
     rows = query(tmp_path / "after.duckdb", "select verdict, real_duplicate from runs")
     assert rows == [("FAIL", False)] * 4
+
+
+# -- Q6: "real rows" only where there are rows -------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_q6_a_cassette_upstream_is_judged_against_its_count_not_real_rows(
+    tmp_path: Path,
+) -> None:
+    from runner.upstreams import ground_truth
+    from tests.support.httpkit import mcp_client
+
+    db, cassette = tmp_path / "booking.sqlite", tmp_path / "prod.cassette"
+    record = [str(BIN), "record", f"--upstream-command={sys.executable}", "--upstream-arg=-m",
+              "--upstream-arg=runner.upstreams", "--upstream-arg=booking",
+              f"--upstream-arg=--db={db}", "-o", str(cassette)]  # fmt: skip
+    async with mcp_client(argv=record) as client:
+        await client.call_tool("create_booking", {"guest": "Alice Example",
+                                                  "date": "2026-12-01", "nights": 2})  # fmt: skip
+    spec = _spec(tmp_path, name="replayed", models=["scripted/careful"], scenarios=["none"],
+                 upstreams=[{"name": "prod", "cassette": str(cassette)}])  # fmt: skip
+    result = cli(tmp_path, "run", str(spec), "--db", "q.duckdb")
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = result.stdout + result.stderr
+    assert "real rows" not in said and "real dup rows" not in said  # a cassette has no rows
+    assert "Verdicts against the cassette's count: 0 disagree, 1 agree" in result.stdout, result.stdout
+    assert "disagreeing with cassette count: 0" in result.stderr
+    assert sum(e["rows"] for e in ground_truth("booking", db)) == 1  # the replay booked nothing
+    report = cli(tmp_path, "report", "--db", "q.duckdb", "--experiment", "replayed", "--format",
+                 "md", "-o", "-")  # fmt: skip
+    assert "**Verdicts against the cassette's count: 0 disagree**" in report.stdout
