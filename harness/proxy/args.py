@@ -135,9 +135,10 @@ FLAGS: tuple[Flag, ...] = (
          "agent (default on; use off for a real measurement)."),
     Flag("--report-file", "PATH", "Keep report, score and patches as JSON in this file: current "
          "before every upstream call and every answer, replaced atomically. Without "
-         "--event-log the events go to PATH.events.jsonl beside it. Without this flag the "
-         "report goes to a new file under $XDG_STATE_HOME/agent-harness/reports (else "
-         "~/.local/state/...), printed at the start; the verdict line at the end names it."),
+         "--event-log the events go to PATH.events.jsonl beside it. Without this flag (and "
+         "without --event-log) the report goes to a new file under "
+         "$XDG_STATE_HOME/agent-harness/reports (else ~/.local/state/...), printed at the "
+         "start; the verdict line at the end names it."),
     Flag("--no-report-file", "", "Write no report file (the verdict line is printed at the end "
          "all the same).", switch=True),
     Flag("--event-log", "PATH", "Append every event as a JSON line (re-judge it later with "

@@ -105,6 +105,7 @@ async def serve(config: ProxyConfig, *, say_verdict: bool = True) -> int:
         upstream = await open_upstream()
     except UpstreamError as exc:
         return _startup_failed(report, str(exc), event_log, session)
+    _announce_default_report(config)
     if config.listen is not None:
         from harness.proxy.listening import serve_listening
 
@@ -160,24 +161,35 @@ async def serve(config: ProxyConfig, *, say_verdict: bool = True) -> int:
 
 
 def with_default_report(config: ProxyConfig) -> ProxyConfig:
-    """Q3: the config with the default report file when none was named, said at the start; a
-    folder that cannot be made costs the file, never the session (one WARNING line)."""
-    if not config.default_report or config.report_file is not None:
+    """Q3: the config with the default report file when none was named (and no event log,
+    which `agent-harness judge` turns into the report); a folder that cannot be made costs the
+    file, never the session (one WARNING line)."""
+    if not config.default_report or config.report_file is not None or config.event_log:
         return config
     try:
         path = default_report_path()
     except OSError as exc:
         log(f"WARNING: no report file: {exc.strerror or exc} ({exc.filename}); give --report-file")
         return config
-    log(f"report file: {path} (--report-file PATH names another; the verdict comes at the end)")
     return replace(config, report_file=str(path))
+
+
+def _announce_default_report(config: ProxyConfig) -> None:
+    """Q3: where the default report goes, once the upstream started (not before an error)."""
+    if config.default_report and config.report_file is not None:
+        log(
+            f"report file: {config.report_file} (--report-file PATH names another; the verdict "
+            "comes at the end)"
+        )
 
 
 def _said(code: int, session: Session, config: ProxyConfig) -> int:
     """Q3: the verdict in the last line of a session that ended normally; `code` unchanged."""
     if code == 0:
         where = config.report_file or (
-            "none written" + ("" if config.default_report else " (--no-report-file)")
+            f"none written; agent-harness judge {config.event_log} makes it"
+            if config.event_log
+            else "none written" + ("" if config.default_report else " (--no-report-file)")
         )
         log(verdict_line(session.judgement(), where))
     return code

@@ -8,7 +8,8 @@ reports/` (else `~/.local/state/agent-harness/reports/`), named by its start tim
 that two proxies never share one and no proxy continues another's judgement (X14 continues a
 report only from its own event log). A desktop agent starts its servers in a folder of its
 choosing (`/` on macOS), so the current folder is no place for it. `--no-report-file` writes
-none; the verdict line is printed all the same.
+none; the verdict line is printed all the same. A proxy given `--event-log` keeps no default
+report: `agent-harness judge LOG` makes it from the log.
 """
 
 from __future__ import annotations
