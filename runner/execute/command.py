@@ -369,7 +369,11 @@ class _Kept:
 
 
 async def _report_finished(path: Path, limit_s: float) -> None:
-    """Wait (bounded) until the proxy the agent started has written its final report."""
+    """Wait (bounded) until the proxy the agent started has written its final report; not at
+    all when it wrote none (a proxy writes its first report as it starts): an agent that
+    ended without starting its proxy left nothing to wait for (Q1)."""
+    if not path.exists():
+        return
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError):
