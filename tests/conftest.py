@@ -62,6 +62,7 @@ LONGEST_FIRST = (  # the longest files (or classes) of a full run, longest first
     "test_process_pool_e2e.py", "test_frameworks_e2e.py",
     "test_conformance.py", "test_shards_merge.py", "test_proxy_http.py",
     "test_command_agent_e2e.py", "test_runner_http.py", "test_exit_codes.py",
+    "test_readme_e2e.py", "test_first_hour_e2e.py",
     "test_corpus_e2e.py", "test_proxy_http_clients.py", "test_proxy_e2e.py", "test_sweep_cli.py",
     "test_proxy_git_modern.py", "test_runner_e2e.py", "test_proxy_http_faults.py",
     "test_cassette_e2e.py", "test_effects_real_servers.py", "test_report_browser.py",
