@@ -68,6 +68,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--upstream-header-env", "NAME=VAR", "A header for --upstream-url whose value is read "
          "from the environment variable VAR (keeps secrets off the command line); repeatable.",
          repeatable=True),
+    Flag("--upstream-bearer-env", "VAR", "With --upstream-url: the header 'Authorization: Bearer "
+         "<token>', the token read from the environment variable VAR (as Codex's "
+         "bearer_token_env_var)."),
     Flag("--listen", "HOST:PORT", "Serve the agent over streamable HTTP at http://HOST:PORT/mcp "
          "instead of stdio (port 0: any free port; the address is printed). Bind a loopback "
          "address (127.0.0.1) unless you mean otherwise."),
@@ -460,7 +463,7 @@ def _upstream_url(one: dict[str, str], values: dict[str, list[str]]) -> str | No
                 "--upstream-command or --upstream-url is required (your MCP server: the command "
                 "that starts it, or its streamable HTTP endpoint)"
             )
-        for name in ("--upstream-header", "--upstream-header-env"):
+        for name in ("--upstream-header", "--upstream-header-env", "--upstream-bearer-env"):
             if name in values:
                 raise UsageError(f"{name} works only with --upstream-url")
         return None
@@ -506,6 +509,11 @@ def _upstream_headers(values: dict[str, list[str]]) -> tuple[HeaderSpec, ...]:
         if not eq or not valid_header_name(name) or not variable:
             raise UsageError(f"--upstream-header-env expects NAME=VARIABLE, got {text!r}")
         specs.append(HeaderSpec(name, env=variable))
+    if "--upstream-bearer-env" in values:
+        variable = values["--upstream-bearer-env"][-1].strip()
+        if not variable or "=" in variable:
+            raise UsageError(f"--upstream-bearer-env expects a variable's name, got {variable!r}")
+        specs.append(HeaderSpec("Authorization", env=variable, prefix="Bearer "))
     names = [spec.name.lower() for spec in specs]
     for name in names:
         if names.count(name) > 1:

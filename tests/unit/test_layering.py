@@ -30,6 +30,7 @@ RANKS = {
     "harness.proxy": 6,  # the router and its entry points
     "harness.benchmark": 7,  # the self-test and its simulated backend
     "harness.cassette": 7,  # U2: record a real session, replay it (uses the proxy's parts)
+    "harness.clients": 7,  # issue 38: a client's own MCP configuration, wrapped and unwrapped
     "harness.demo": 8,  # the demo server
     "harness.__main__": 9,  # `python -m harness proxy ...`
 }
@@ -42,6 +43,7 @@ PUBLIC = {
     "harness.benchmark",  # `agent-harness benchmark`
     "harness.demo",  # `agent-harness demo`
     "harness.cassette",  # `agent-harness record` / `replay`, a cassette's count (U2)
+    "harness.clients",  # `agent-harness wrap` (issue 38)
     "harness.base.redact",  # V3: the text redaction the store and the cassettes share
     "harness.base",  # files and text (below)
     "harness.base.errors",  # the one exception tree
