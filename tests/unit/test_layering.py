@@ -32,6 +32,7 @@ RANKS = {
     "harness.cassette": 7,  # U2: record a real session, replay it (uses the proxy's parts)
     "harness.clients": 7,  # issue 38: a client's own MCP configuration, wrapped and unwrapped
     "harness.demo": 8,  # the demo server
+    "harness.testing": 8,  # I2: the pytest plugin (fixtures, marker, assertions, cassettes)
     "harness.__main__": 9,  # `python -m harness proxy ...`
 }
 
