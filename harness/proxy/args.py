@@ -147,6 +147,10 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--event-log", "PATH", "Append every event as a JSON line (re-judge it later with "
          "`agent-harness judge PATH`). A proxy started on a log that holds earlier sessions "
          "continues their judgement: the report judges every session in it."),
+    Flag("--otel", "", "Export OpenTelemetry spans when the session ends: one for the run "
+         "(scenario, verdict, score) and one per tool call (fault, operation, executions), "
+         "over OTLP to OTEL_EXPORTER_OTLP_ENDPOINT (the standard OTEL_* variables). Needs "
+         "pip install 'agent-harness[otel]'.", switch=True),
     Flag("--upstream-timeout", "S", "Seconds to wait for an upstream answer (default 60); then "
          "the attempt's outcome is unknown."),
     Flag("--max-message-bytes", "N", f"Largest JSON-RPC message in either direction (default "
@@ -180,6 +184,7 @@ class ProxyConfig:
     # its own under the user's state folder (harness.proxy.verdict); a program that starts
     # the proxy with --config names its report file or none.
     default_report: bool = False
+    otel: bool = False  # I3: spans of the session exported when it ends (--otel)
 
     __pydantic_config__ = {"extra": "forbid"}  # a config file names only these
 
@@ -427,6 +432,7 @@ def parse(argv: list[str]) -> Parsed:
             event_log=one.get("--event-log"),
             upstream_timeout_s=timeout,
             max_message_bytes=max_bytes,
+            otel="--otel" in one,
         )
     )
 
