@@ -2,9 +2,16 @@
 judgement (spans.py, plain data), exported through the SDK (export.py, the `otel` extra,
 imported only then)."""
 
-from harness.otel.spans import CallBook, SpanRecord, session_spans
+from harness.otel.spans import CallBook, SpanRecord, run_spans, session_spans
 
-__all__ = ["CallBook", "SpanRecord", "export_spans", "missing_sdk", "session_spans"]
+__all__ = [
+    "CallBook",
+    "SpanRecord",
+    "export_spans",
+    "missing_sdk",
+    "run_spans",
+    "session_spans",
+]
 
 
 def export_spans(runs: list[SpanRecord]) -> str | None:

@@ -181,3 +181,17 @@ def _clean(attributes: dict[str, Any]) -> dict[str, Any]:
         for k, v in attributes.items()
         if v is not None
     }
+
+
+def run_spans(
+    events: list[Event], *, transport: str = "pipe", attributes: dict[str, Any] | None = None
+) -> SpanRecord | None:
+    """The spans of a recorded session (an event log read back, a run's events), judged here:
+    for a program that reads what a proxy recorded (the runner, I3)."""
+    from harness.judge import Judge
+    from harness.report.judgement import judgement_of
+
+    judge = Judge().feed_all(events)
+    return session_spans(
+        events, judgement_of(judge), judge.index_of, transport=transport, attributes=attributes
+    )

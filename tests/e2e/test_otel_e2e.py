@@ -21,6 +21,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from runner.upstreams import stdio_command
+from tests.support import launcher
 from tests.support.paths import BIN, ROOT
 from tests.support.prereq import in_ci
 from tests.unit.test_layering import imported_modules
@@ -181,3 +182,41 @@ def test_i3_the_proxy_imports_opentelemetry_only_when_asked() -> None:
         loaded = imported_modules(path, at_load=True)
         assert not {m for m in loaded if m.startswith("opentelemetry")}, path
     assert ast.parse(main.read_text())  # the file the test reads is the proxy's
+
+
+SPEC = """
+name: traced
+models: [scripted/naive]
+prompts: [{name: hotel, text: "You book hotel rooms."}]
+upstreams: [{name: booking, builtin: booking}]
+scenarios: [F1]
+conversations:
+  - name: try-again
+    user: "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
+    follow_ups: ["That did not work. Please try again."]
+runs: 1
+otel: true
+"""
+
+
+def test_i3_a_spec_with_otel_exports_each_run_with_the_runners_labels(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
+    env.pop("OTEL_TRACES_EXPORTER", None)
+    done = launcher.run(
+        [str(BIN), "run", "spec.yaml", "--db", "runs.duckdb"], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert receiver.got.wait(30)
+    spans = receiver.spans()
+    (run,) = [s for s in spans if s.name == "agent_harness.session"]
+    seen = _attributes(run)
+    assert seen["gen_ai.request.model"] == "scripted/naive"
+    assert seen["agent_harness.experiment"] == "traced" and seen["agent_harness.run.id"]
+    assert seen["agent_harness.verdict"] == "FAIL" and seen["agent_harness.real_duplicate"] is True
+    calls = [_attributes(s) for s in spans if s.name == "tools/call create_booking"]
+    assert [c["agent_harness.operation.executions"] for c in calls] == [2, 2]
+    assert all(s.parent_span_id == run.span_id for s in spans if s is not run)
