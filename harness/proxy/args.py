@@ -68,6 +68,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--upstream-header-env", "NAME=VAR", "A header for --upstream-url whose value is read "
          "from the environment variable VAR (keeps secrets off the command line); repeatable.",
          repeatable=True),
+    Flag("--upstream-bearer-env", "VAR", "With --upstream-url: the header 'Authorization: Bearer "
+         "<token>', the token read from the environment variable VAR (as Codex's "
+         "bearer_token_env_var)."),
     Flag("--listen", "HOST:PORT", "Serve the agent over streamable HTTP at http://HOST:PORT/mcp "
          "instead of stdio (port 0: any free port; the address is printed). Bind a loopback "
          "address (127.0.0.1) unless you mean otherwise."),
@@ -144,6 +147,10 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--event-log", "PATH", "Append every event as a JSON line (re-judge it later with "
          "`agent-harness judge PATH`). A proxy started on a log that holds earlier sessions "
          "continues their judgement: the report judges every session in it."),
+    Flag("--otel", "", "Export OpenTelemetry spans when the session ends: one for the run "
+         "(scenario, verdict, score) and one per tool call (fault, operation, executions), "
+         "over OTLP to OTEL_EXPORTER_OTLP_ENDPOINT (the standard OTEL_* variables). Needs "
+         "pip install 'agent-harness[otel]'.", switch=True),
     Flag("--upstream-timeout", "S", "Seconds to wait for an upstream answer (default 60); then "
          "the attempt's outcome is unknown."),
     Flag("--max-message-bytes", "N", f"Largest JSON-RPC message in either direction (default "
@@ -177,6 +184,7 @@ class ProxyConfig:
     # its own under the user's state folder (harness.proxy.verdict); a program that starts
     # the proxy with --config names its report file or none.
     default_report: bool = False
+    otel: bool = False  # I3: spans of the session exported when it ends (--otel)
 
     __pydantic_config__ = {"extra": "forbid"}  # a config file names only these
 
@@ -424,6 +432,7 @@ def parse(argv: list[str]) -> Parsed:
             event_log=one.get("--event-log"),
             upstream_timeout_s=timeout,
             max_message_bytes=max_bytes,
+            otel="--otel" in one,
         )
     )
 
@@ -460,7 +469,7 @@ def _upstream_url(one: dict[str, str], values: dict[str, list[str]]) -> str | No
                 "--upstream-command or --upstream-url is required (your MCP server: the command "
                 "that starts it, or its streamable HTTP endpoint)"
             )
-        for name in ("--upstream-header", "--upstream-header-env"):
+        for name in ("--upstream-header", "--upstream-header-env", "--upstream-bearer-env"):
             if name in values:
                 raise UsageError(f"{name} works only with --upstream-url")
         return None
@@ -506,6 +515,11 @@ def _upstream_headers(values: dict[str, list[str]]) -> tuple[HeaderSpec, ...]:
         if not eq or not valid_header_name(name) or not variable:
             raise UsageError(f"--upstream-header-env expects NAME=VARIABLE, got {text!r}")
         specs.append(HeaderSpec(name, env=variable))
+    if "--upstream-bearer-env" in values:
+        variable = values["--upstream-bearer-env"][-1].strip()
+        if not variable or "=" in variable:
+            raise UsageError(f"--upstream-bearer-env expects a variable's name, got {variable!r}")
+        specs.append(HeaderSpec("Authorization", env=variable, prefix="Bearer "))
     names = [spec.name.lower() for spec in specs]
     for name in names:
         if names.count(name) > 1:

@@ -72,6 +72,9 @@ async def serve(config: ProxyConfig, *, say_verdict: bool = True) -> int:
     report: ReportFile | None = None
     event_log: EventLogFile | None = None
     config = with_default_report(config)
+    book = _call_book(config)
+    if book is False:
+        return 1
     try:
         log_path = event_log_path(config)
         checked = _check_outputs(config, log_path)
@@ -87,7 +90,7 @@ async def serve(config: ProxyConfig, *, say_verdict: bool = True) -> int:
             config.classifier,
             config.plan,
             kind="proxy",
-            sinks=[event_log] if event_log else [],
+            sinks=[s for s in (event_log, book) if s is not None],
             history=event_log.history() if event_log else (),
         )
         _announce_history(session, report, log_path)
@@ -112,6 +115,7 @@ async def serve(config: ProxyConfig, *, say_verdict: bool = True) -> int:
         code = await serve_listening(
             config, session, upstream, open_upstream, report, event_log, log
         )
+        _export_spans(book, session, "tcp")
         return _said(code, session, config) if say_verdict else code
     client_in, client_out = await stdio_lines(config.max_message_bytes)
     proxy = Proxy(
@@ -157,7 +161,36 @@ async def serve(config: ProxyConfig, *, say_verdict: bool = True) -> int:
             event_log.close()
         if report is not None:
             report.release()
+    _export_spans(book, session, "pipe")
     return _said(code, session, config) if say_verdict else code
+
+
+def _call_book(config: ProxyConfig) -> Any:
+    """I3: with --otel, the sink that keeps what the spans need (None without; False, said in
+    one line, when the SDK is not installed). OpenTelemetry itself is imported at the end."""
+    if not config.otel:
+        return None
+    from harness.otel import CallBook, missing_sdk
+
+    why = missing_sdk()
+    if why is not None:
+        log(f"ERROR: {why}")
+        return False
+    return CallBook()
+
+
+def _export_spans(book: Any, session: Session, transport: str) -> None:
+    """I3: the session's spans, built from its events and judgement, out over OTLP; a failed
+    export costs the spans (one WARNING line), never the session's exit code."""
+    if book is None:
+        return
+    from harness.otel import export_spans, session_spans
+
+    run = session_spans(book.events, session.judgement(), session.judge.index_of,
+                        transport=transport)  # fmt: skip
+    problem = export_spans([run] if run is not None else [])
+    if problem is not None:
+        log(f"WARNING: OpenTelemetry: {problem}")
 
 
 def with_default_report(config: ProxyConfig) -> ProxyConfig:

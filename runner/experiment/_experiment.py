@@ -104,6 +104,9 @@ class ExperimentSpec(Frozen):
     # Not part of any run id: the judge reads a finished run, it does not change it.
     honesty: HonestySettings = Field(default_factory=HonestySettings)
     stop_early: StopEarly | None = None
+    # I3: each run's spans (the run, its tool calls) over OTLP as the OTEL_* variables say,
+    # from the run's events after it ended; not part of any run id.
+    otel: bool = False
     # The folder the spec file lies in (load_spec sets it; no key of the YAML, no part of any
     # run id): a command agent's argv may name files beside the spec (Q1).
     _folder: Path | None = PrivateAttr(default=None)

@@ -49,6 +49,7 @@ BLOCKS = {
     "cp examples/my_agent.py experiments/": "quick start 3: the agent beside it, run",
     "agent-harness sweep experiments/nightly.yaml --db baseline.duckdb": "quick start 4",
     "agent-harness record": "quick start 5: record, replay, the booking service as your server",
+    "agent-harness wrap ~/.cursor/mcp.json": "quick start 6: wrap and unwrap, ~ a fresh home",
 }  # fmt: skip
 BOOKING = {"guest": "Alice Example", "date": "2026-12-01", "nights": 2}
 REQUESTS = [
@@ -232,3 +233,18 @@ def test_q7_quick_start_5_a_recorded_session_replayed_under_f1(tmp_path: Path) -
     assert report["status"] == "finished" and report["verdict"] in ("PASS", "NOT_TESTED")
     with sqlite3.connect(db) as conn:  # the replay executed nothing
         assert conn.execute("select count(*) from bookings").fetchone() == (1,)
+
+
+def test_i1_quick_start_6_wraps_and_unwraps_a_cursor_configuration(tmp_path: Path) -> None:
+    folder, home = checkout(tmp_path / "checkout"), tmp_path / "home"
+    program, *args = stdio_command("booking", tmp_path / "booking.sqlite")
+    config = home / ".cursor" / "mcp.json"
+    config.parent.mkdir(parents=True)
+    original = json.dumps({"mcpServers": {"booking": {"command": program, "args": args}}}, indent=2)
+    config.write_text(original)
+    wrapped, unwrapped = run_block(
+        folder, block("agent-harness wrap ~/.cursor/mcp.json").replace("~", str(home))
+    )
+    assert wrapped.stdout.startswith("wrapped booking (stdio: ") and "report " in wrapped.stdout
+    assert "byte for byte" in unwrapped.stdout
+    assert config.read_text() == original and sorted(config.parent.iterdir()) == [config]
