@@ -22,9 +22,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from runner.upstreams import stdio_command
 from tests.support import launcher
+from tests.support.imports import imported_modules
 from tests.support.paths import BIN, ROOT
 from tests.support.prereq import in_ci
-from tests.unit.test_layering import imported_modules
 
 try:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
