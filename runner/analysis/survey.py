@@ -91,8 +91,9 @@ def survey_rows(db: Path, experiment: str = "frameworks") -> list[SurveyRow]:
                 [run_id],
             ).fetchall()
             told = _last_line("".join(text for (text,) in printed))
+            # Q1: an exit code is how it ended (the error adds its last output lines)
             note = "hung: killed at its time limit" if error and "time limit" in error else (
-                error or stopped_by or "")  # fmt: skip
+                stopped_by or error or "")  # fmt: skip
             rows.append(
                 SurveyRow(
                     agent, scenario, requested,

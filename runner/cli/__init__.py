@@ -18,6 +18,7 @@ from runner.cli import (
     run,
     runs_needed,
     sweep,
+    wrap,
 )
 from runner.cli.app import make_app
 
@@ -44,6 +45,7 @@ app.command("report")(report.report_command)
 app.command("runs-needed")(runs_needed.runs_needed_command)
 app.command("sweep")(sweep.sweep_command)
 app.command("merge")(merge.merge_command)
+app.command("wrap")(wrap.wrap_command)
 
 
 def main() -> None:

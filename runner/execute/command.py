@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.proxy import CallReceived, value_key
+from harness.proxy import CallReceived, ToolsListed, value_key
 from runner.execute.connect import (
     EVENT_LOG_FILE,
     REPORT_FILE,
@@ -39,7 +39,7 @@ from runner.execute.connect import (
     proxy_config_in,
     served_over_http,
 )
-from runner.experiment import AgentSpec, ExperimentSpec
+from runner.experiment import AgentSpec, ExperimentSpec, resolved_command
 from runner.experiment.matrix import RunCell
 from runner.experiment.records import RunRecord, TranscriptEntry
 from runner.models.endpoint import ModelEndpoint, serve_model
@@ -85,10 +85,12 @@ def agent_environment(
     return env
 
 
-def agent_argv(agent: AgentSpec, values: dict[str, str]) -> list[str]:
-    """The command with its placeholders filled in; a relative program path (one with a `/`)
-    is taken from the runner's folder, as `cwd` is, since the agent starts in its own."""
-    argv = [_substitute(part, values) for part in agent.command]
+def agent_argv(agent: AgentSpec, spec: ExperimentSpec, values: dict[str, str]) -> list[str]:
+    """The command with its placeholders filled in: the files it names beside the spec made
+    absolute (Q1); another relative program path (one with a `/`) is taken from the runner's
+    folder, as `cwd` is, since the agent starts in its own (U3)."""
+    cwd = Path(agent.cwd).absolute() if agent.cwd is not None else None
+    argv = [_substitute(part, values) for part in resolved_command(agent.command, spec.folder, cwd)]
     if "/" in argv[0] and not os.path.isabs(argv[0]):
         argv[0] = str(Path(argv[0]).absolute())
     return argv
@@ -147,6 +149,7 @@ async def execute_command_run(
     endpoint: ModelEndpoint | None = None
     probe = cell.upstream.truth_probe
     probed = None
+    code: int | None = None
     async with runmod._probe_lock(cell.experiment, cell.upstream.name, probe):
         before = await runmod._read_probe(probe) if probe is not None else None
         try:
@@ -184,7 +187,7 @@ async def execute_command_run(
                     given.update(
                         {f"AGENT_HARNESS_{k.upper()}": v for k, v in model_values(endpoint).items()}
                     )
-                argv = agent_argv(agent, values)
+                argv = agent_argv(agent, spec, values)
                 cwd = Path(agent.cwd).absolute() if agent.cwd is not None else agent_dir
                 env = agent_environment(agent, values, given, home, tmp)
                 settle = (
@@ -199,6 +202,7 @@ async def execute_command_run(
                         "process group was killed"
                     )
                 result.stopped_by = None if code == 0 else f"exit code {code}"
+                code = None if timed_out else code
         except Exception as exc:  # one run inside a batch: it becomes an error record
             error = runmod._describe(exc, None, workdir)
         if probe is not None:
@@ -216,6 +220,8 @@ async def execute_command_run(
         result.final_answer = finals[-1] if finals else None
     connection = Connection(None, workdir / REPORT_FILE, workdir / EVENT_LOG_FILE)
     left = runmod.RunLeft(cell, connection, workdir)  # the event log, parsed once
+    if error is None:
+        error = failed_to_run(code, output, left.events)
     if endpoint is not None:
         sent = model_requested(left.events, endpoint)
     connection.sent_calls = sent
@@ -252,6 +258,39 @@ def model_values(endpoint: ModelEndpoint) -> dict[str, str]:
         "model": endpoint.model,
         "model_api_key": endpoint.token,
     }
+
+
+LAST_LINES = 3  # of the agent's output, in the error of a run it failed to run (Q1)
+PROXY_PREFIX = "[agent-harness] "  # harness.proxy.main.log's lines
+
+
+def failed_to_run(code: int | None, output: list[TranscriptEntry], events: list[Any]) -> str | None:
+    """Q1: why a command agent's run did not run, or None. An agent that exited non-zero, or
+    ended before its MCP session started (the proxy saw no session: no tool listing, no call),
+    failed to run; its verdict would be a NOT_TESTED that says nothing about the agent."""
+    if code is None:  # it did not end by itself: a time limit or a failure already named
+        return None
+    started = any(isinstance(e, ToolsListed | CallReceived) for e in events)
+    if code == 0 and started:
+        return None
+    ended = f"the agent exited with code {code}"
+    if code < 0:  # asyncio's returncode for a signal
+        with contextlib.suppress(ValueError):
+            ended = f"the agent was killed by {signal.Signals(-code).name}"
+    if not started:
+        ended += " before its MCP session started (the proxy saw no initialize)"
+    return ended + _last_lines(output)
+
+
+def _last_lines(output: list[TranscriptEntry]) -> str:
+    """`; its last output: ...`: the last lines of its stderr, else of its stdout, one line;
+    without the lines of the stdio proxy it started, which share its stderr."""
+    for role in ("stderr", "stdout"):
+        lines = [line.strip() for e in output if e.role == role for line in e.content.splitlines()]
+        lines = [x for x in lines if x and not x.startswith(PROXY_PREFIX)][-LAST_LINES:]
+        if lines:
+            return "; its last output: " + " | ".join(line[:200] for line in lines)
+    return "; it printed nothing"
 
 
 def model_requested(events: list[Any], endpoint: ModelEndpoint) -> dict[str, str | None]:
@@ -383,7 +422,11 @@ class _Kept:
 
 
 async def _report_finished(path: Path, limit_s: float) -> None:
-    """Wait (bounded) until the proxy the agent started has written its final report."""
+    """Wait (bounded) until the proxy the agent started has written its final report; not at
+    all when it wrote none (a proxy writes its first report as it starts): an agent that
+    ended without starting its proxy left nothing to wait for (Q1)."""
+    if not path.exists():
+        return
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError):
