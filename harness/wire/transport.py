@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import selectors
 import signal
 import sys
 from collections import deque
@@ -25,7 +26,7 @@ from harness.wire.fdlines import (
     FileLineWriter,
     MessageTooLarge,
     StreamClosed,
-    is_regular,
+    watchable,
 )
 from harness.wire.supervisor import GroupSupervisor
 
@@ -117,12 +118,14 @@ class MemoryPipe:
 
 
 async def stdio_lines(max_bytes: int) -> tuple[LineReader, LineWriter]:
-    """The process's own stdin and stdout as line streams (pipes, sockets, terminals or
-    regular files: `proxy < in.jsonl > out.jsonl` works too)."""
+    """The process's own stdin and stdout as line streams: pipes, sockets and terminals
+    through the event loop; regular files, `/dev/null` and descriptors that are not open
+    directly (`proxy < in.jsonl > out.jsonl` and `replay X </dev/null` end at end of input,
+    V20)."""
     loop = asyncio.get_running_loop()
     reader: LineReader
     writer: LineWriter
-    if is_regular(0):
+    if not watchable(0):
         reader = FileLineReader(0, max_bytes)
     else:
         stream = asyncio.StreamReader(limit=max_bytes + 1, loop=loop)
@@ -131,7 +134,7 @@ async def stdio_lines(max_bytes: int) -> tuple[LineReader, LineWriter]:
             os.fdopen(0, "rb", buffering=0),
         )
         reader = StreamLineReader(stream, max_bytes)
-    if is_regular(1):
+    if not watchable(1, selectors.EVENT_WRITE):
         writer = FileLineWriter(1)
     else:
         transport, protocol = await loop.connect_write_pipe(
