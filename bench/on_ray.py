@@ -118,9 +118,9 @@ def main() -> int:
     bench = _bench_runner()
 
     print(f"machine: {bench.machine()}")
-    from runner.agent.scripted import register_scripted_provider
-    from runner.matrix import expand
-    from runner.spec import load_spec
+    from runner.experiment import load_spec
+    from runner.experiment.matrix import expand
+    from runner.models.scripted import register_scripted_provider
 
     register_scripted_provider()
     with tempfile.TemporaryDirectory(prefix="agent-harness-bench-ray-") as tmp:

@@ -152,8 +152,8 @@ def main() -> int:
     started, cpu_started = time.perf_counter(), time.process_time()
     from runner.execute import run_sweep
     from runner.execute.pool import ProcessPool, processes_for
-    from runner.matrix import expand
-    from runner.spec import load_spec
+    from runner.experiment import load_spec
+    from runner.experiment.matrix import expand
     from runner.store import Store
 
     own_s, own_cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
@@ -163,7 +163,7 @@ def main() -> int:
     processes = processes_for(len(cells), args.processes)
     pool = ProcessPool(spec, processes) if processes > 1 else None
     if pool is None:
-        from runner.agent.scripted import register_scripted_provider
+        from runner.models.scripted import register_scripted_provider
 
         register_scripted_provider()  # imports litellm: start-up, not part of the sweep
     litellm_s = time.perf_counter() - started - own_s
@@ -262,11 +262,11 @@ def litellm_floor(repeat: int) -> int:
     """CPU per litellm call to the scripted models, replaying one sweep's calls (module doc)."""
     import copy
 
-    from runner.agent import _provider
-    from runner.agent.scripted import register_scripted_provider
     from runner.execute import run_sweep
-    from runner.matrix import expand
-    from runner.spec import load_spec
+    from runner.experiment import load_spec
+    from runner.experiment.matrix import expand
+    from runner.models import _provider
+    from runner.models.scripted import register_scripted_provider
     from runner.store import Store
 
     register_scripted_provider()

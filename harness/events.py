@@ -24,8 +24,11 @@ from harness.faults import FAULTS, SCENARIOS
 # message_refused, task_created, upstream status "input_required". 3: fault_not_applicable,
 # session_started.latency_ms (F9). 4: tools_listed.tools[].idempotent,
 # call_received.idempotent, session_started.idempotent_tools / distrust_annotations (E1) and
-# wall_ns (E7). 5: answer_undelivered, upstream_answered.late (E5). Older logs still read.
-LOG_VERSION = 5
+# wall_ns (E7). 5: answer_undelivered, upstream_answered.late (E5). 6: call_received.effect /
+# effect_note (Z1-Z3), upstream_answered.refusal (Z4), tools_listed.profile (Z7), session_started.statement_tools /
+# strict_errors / profiles.
+# Older logs still read.
+LOG_VERSION = 6
 
 ToolClassName = Literal["write", "read", "unclassified"]
 FaultName = Literal[tuple(FAULTS)]  # the fault registry's names (harness.faults)
@@ -64,6 +67,11 @@ class SessionStarted(_Event):
     distrust_annotations: bool = Field(
         False, description="E1: idempotentHint does not count, only --idempotent-tools."
     )
+    statement_tools: list[str] = Field(
+        default_factory=list, description="Z1: --statement-tools globs."
+    )
+    strict_errors: bool = Field(False, description="Z4: only isError refuses an attempt.")
+    profiles: bool = Field(True, description="Z7: the shipped server profiles are used.")
     started_at: str = Field("", description="Wall-clock start, ISO 8601, for people only.")
     wall_ns: int | None = Field(
         None,
@@ -94,6 +102,7 @@ class ToolsListed(_Event):
     type: Literal["tools_listed"] = "tools_listed"
     tools: list[ListedTool]
     complete: bool = Field(True, description="False when listing failed part of the way.")
+    profile: str | None = Field(None, description="Z7: the server profile that classified them.")
 
 
 class CallReceived(_Event):
@@ -119,6 +128,14 @@ class CallReceived(_Event):
     key_honoured: bool = Field(False, description="K6: the upstream deduplicates by key here.")
     idempotent: str | None = Field(
         None, description="E1: why a repeat of this write is harmless (annotation or flag)."
+    )
+    effect: str | None = Field(
+        None,
+        description="Z1-Z3: what the argument that names the effect says (`SQL INSERT in "
+        "`sql``), when the tool has one; the call's class comes from it.",
+    )
+    effect_note: str | None = Field(
+        None, description="Z1: why the statement could not be read (then it is a write)."
     )
 
 
@@ -174,6 +191,11 @@ class UpstreamAnswered(_Event):
         False,
         description="E5: it came after the proxy had stopped waiting for it (--upstream-timeout) "
         "and answered the agent itself; it counts all the same (a result: the call ran).",
+    )
+    refusal: str | None = Field(
+        None,
+        description="Z4: a result without isError whose whole content is an error (the "
+        "evidence, cut short): a refused attempt, as if isError were set.",
     )
 
 

@@ -18,7 +18,7 @@ def main() -> None:
         # its own; Ctrl-C inside a command is the command's (its own line, 130).
         run_command_line()
     except KeyboardInterrupt:
-        # What runner.cli.app.interrupt_handled does, which may not have loaded: CPython 3.11
+        # What runner.exits.interrupt_handled does, which may not have loaded: CPython 3.11
         # under `python -m` would otherwise end killed by SIGINT once a KeyboardInterrupt has
         # passed through `exec` of a string during the imports.
         exec("pass")

@@ -34,6 +34,7 @@ class ReplayConfig:
     count_file: str | None = None
     unmatched: str = "error"
     listen: tuple[str, int] | None = None
+    idempotent_tools: tuple[str, ...] = ()  # Z6: writes whose repeats are harmless (E1)
 
 
 def _pairs(argv: list[str], command: str) -> list[tuple[str, str]]:
@@ -106,6 +107,7 @@ def parse_replay(argv: list[str]) -> ReplayConfig | str:
     count_file: str | None = None
     unmatched = "error"
     listen: tuple[str, int] | None = None
+    idempotent: tuple[str, ...] = ()
     for name, value in _pairs(argv, "replay"):
         if name in ("--help", "-h"):
             return "help"
@@ -123,11 +125,13 @@ def parse_replay(argv: list[str]) -> ReplayConfig | str:
             unmatched = value
         elif name == "--listen":
             listen = _listen(value)
+        elif name == "--idempotent-tools":
+            idempotent = tuple(part.strip() for part in value.split(",") if part.strip())
         else:
             raise UsageError(f"unknown flag {name}; see agent-harness replay --help")
     if cassette is None:
         raise UsageError("the cassette to replay is required: agent-harness replay CASSETTE")
-    return ReplayConfig(cassette, count_file, unmatched, listen)
+    return ReplayConfig(cassette, count_file, unmatched, listen, idempotent)
 
 
 def _listen(text: str) -> tuple[str, int]:
@@ -166,24 +170,31 @@ could not be written."""
 
 REPLAY_HELP = """\
 Usage: agent-harness replay CASSETTE [--count-file PATH] [--unmatched error|nearest]
-                                     [--listen HOST:PORT]
+                                     [--listen HOST:PORT] [--idempotent-tools G,...]
 
 Serves a cassette as an MCP server over stdio (or streamable HTTP with --listen) that
 executes nothing (U2). initialize and every list answer as recorded; a tools/call is matched
 by its tool and canonical arguments (numbers by value, as the harness identifies an
-operation); repeated calls are answered in recorded order, then with the last answer. Other
-requests are matched by method and params. Every call answered is counted: the count is the
-ground truth of a run against the cassette. Details: docs/cassettes.md.
+operation); repeated calls are answered in recorded order, then with the last answer, except
+a write (as the harness classifies it, a statement tool per call) that is not idempotent:
+repeated more often than recorded, its effect is unknown (a recording holds answers, not
+state), so it is answered with a JSON-RPC error and counted as unknown. Other requests are
+matched by method and params. Every call answered is counted: the count is the ground truth
+of a run against the cassette. Details: docs/cassettes.md.
 
 Flags:
   --count-file PATH
-      Write the count (per operation: how often answered, how often with a success, the
-      tool's recorded annotations) as JSON to PATH, replaced atomically after every answer.
+      Write the count (per operation: how often answered, how often with a success, from a
+      first recorded answer, from a recorded repeat, unknown; the tool's recorded
+      annotations) as JSON to PATH, replaced atomically after every answer.
   --unmatched error|nearest
       A call with no recorded match: `error` (default) answers a tool error naming the
       nearest recorded call; `nearest` answers with the nearest recorded call of the same
       tool (an error if that tool was never recorded).
   --listen HOST:PORT
       Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (the proxy's listener).
+  --idempotent-tools G,...
+      Tool globs whose repeats are harmless (as the proxy's flag): their repeats beyond the
+      recording get the last answer, never an unknown one.
 
 Exit codes: 0 served, 1 bad arguments or a cassette that cannot be read (one line)."""

@@ -61,7 +61,8 @@ def replay_main(argv: list[str]) -> int:
 
         # V18: the count file is never the cassette (it would overwrite the recording).
         check_roles({"count file": parsed.count_file}, {"cassette": parsed.cassette})
-        replayer = Replayer(load(parsed.cassette), parsed.cassette, parsed.unmatched)
+        replayer = Replayer(load(parsed.cassette), parsed.cassette, parsed.unmatched,
+                            parsed.idempotent_tools)  # fmt: skip
         counter = CountFile(parsed.count_file, replayer)
         counter.write()  # V1 before serving: a bad path is refused at once
     except (UsageError, CassetteError, OutputFileError) as exc:

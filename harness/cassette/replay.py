@@ -7,14 +7,21 @@ Matching:
   canonical form, numbers by value (E6): `{"amount": 129.00}` matches `{"amount": 129}`.
   Repeats of one call are answered in recorded order, then with the last recorded answer.
 - Any other request matches by method and canonical params (`_meta` left out), the same way.
+- Z6: a recording holds answers, not state. A write repeated more often than the recording
+  answered it (a call of a tool the harness classifies as a write, per call for a statement
+  tool, that is not idempotent: E1, its recorded annotations, --idempotent-tools) has no
+  answer production would surely give: it is answered with a JSON-RPC error and counted as
+  `unknown`, never as a success, so a verdict that rests on it is NOT_TESTED. Reads and
+  idempotent writes are answered with the last recorded answer, as before.
 - Unmatched (policy `--unmatched`): `error` answers a tool error (isError) naming the nearest
   recorded call of that tool, or the tools recorded; `nearest` answers with the nearest
   recorded call of the same tool. An unmatched other request is a JSON-RPC error -32601.
 
 Counting: every tools/call answered is counted per operation (the tool and the canonical
 arguments of the call as the agent sent it): how often answered, how often with a success (a
-result without isError), how it matched, and the tool's recorded annotations. That count is the
-ground truth of a run against a cassette.
+result without isError), how it matched, and the tool's recorded annotations; and (Z6) how
+often from a first recorded answer, from a recorded repeat, and how often the answer was
+unknown. That count is the ground truth of a run against a cassette.
 
 Any line from the agent gets what JSON-RPC 2.0 says, never a traceback (V17): a request (an id
 and a method) exactly one answer, whatever its params and `_meta` hold (`null`, a number, a
@@ -33,6 +40,14 @@ from harness.base import jsonutil
 from harness.base.jsonscan import object_members
 from harness.base.jsonutil import RawJSON
 from harness.cassette.format import Cassette, Exchange
+from harness.operations.classify import (
+    IDEMPOTENT_BY_FLAG,
+    Classification,
+    ClassifierConfig,
+    classify_tools,
+)
+from harness.operations.effects import effect_of
+from harness.operations.profiles import profile_for
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -78,11 +93,16 @@ class Counted:
     matched: str  # exact, nearest or unmatched
     answered: int = 0
     succeeded: int = 0
+    first: int = 0  # Z6: answered from a first recorded answer
+    recorded_repeat: int = 0  # Z6: answered from a recorded answer to a repeat
+    unknown: int = 0  # Z6: a write repeated beyond the recording: no answer is known
 
     def as_json(self, annotations: dict[str, Any]) -> dict[str, Any]:
         entry = {
             "tool": self.tool, "arguments": self.arguments, "matched": self.matched,
             "answered": self.answered, "succeeded": self.succeeded,
+            "answeredFirst": self.first, "answeredFromRecordedRepeat": self.recorded_repeat,
+            "unknown": self.unknown,
         }  # fmt: skip
         for hint in ("readOnlyHint", "idempotentHint", "destructiveHint"):
             if isinstance(annotations.get(hint), bool):
@@ -97,6 +117,7 @@ class Replayer:
     cassette: Cassette
     path: str = ""
     unmatched: str = "error"
+    idempotent_tools: tuple[str, ...] = ()  # Z6/E1: --idempotent-tools of the replay
     calls: dict[tuple[str, str], _Recorded] = field(default_factory=dict)
     requests: dict[tuple[str, str], _Recorded] = field(default_factory=dict)
     counted: dict[tuple[str, str], Counted] = field(default_factory=dict)
@@ -119,6 +140,7 @@ class Replayer:
             else {}
             for t in self.cassette.tools()
         }  # fmt: skip
+        self.classification = _classified(self.cassette, self.idempotent_tools)
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -197,12 +219,40 @@ class Replayer:
                 text = self._no_call(tool, arguments, nearest)
                 return [], {"jsonrpc": "2.0", "id": rid, "result": {
                     "content": [{"type": "text", "text": text}], "isError": True}}  # fmt: skip
+        beyond = recorded.used >= len(recorded.answers)
+        if beyond and self._write_not_idempotent(tool, arguments):
+            counted = self._count(key, tool, arguments, matched)
+            counted.unknown += 1  # Z6: never a success
+            recorded.used += 1
+            return [], _error(rid, INTERNAL_ERROR, (
+                f"agent-harness replay: the recording answered {tool} with these arguments "
+                f"{len(recorded.answers)} time(s) and holds no answer to another: what "
+                "production would answer (a second execution, a refusal) is unknown"
+            ))  # fmt: skip
+        # A read or an idempotent write beyond the recording gets the last recorded answer.
+        from_first = min(recorded.used, len(recorded.answers) - 1) == 0
         exchange = recorded.next()
         counted = self._count(key, tool, arguments, matched)
+        if from_first:
+            counted.first += 1
+        else:
+            counted.recorded_repeat += 1
         notes, answer = self._reply(rid, exchange, params)
         if exchange.omitted is None and not exchange.answer_is_error():
             counted.succeeded += 1
         return notes, answer
+
+    def _write_not_idempotent(self, tool: str, arguments: Any) -> bool:
+        """Z6: a call the harness judges as a write whose repeats are not harmless (its class
+        per call for a statement tool, Z1)."""
+        info = self.classification.get(tool)
+        tool_class, idempotent = info.tool_class, info.idempotent
+        if info.effect is not None:
+            effect = effect_of(info.effect, arguments, info.key_names)
+            if effect is not None:
+                tool_class, idempotent = effect.tool_class, effect.idempotent or (
+                    idempotent if idempotent == IDEMPOTENT_BY_FLAG else None)  # fmt: skip
+        return tool_class == "write" and idempotent is None
 
     def _count(self, key: tuple[str, str], tool: str, arguments: Any, matched: str) -> Counted:
         """One more answer to this call."""
@@ -275,6 +325,18 @@ class Replayer:
             "operations": operations,
             "requests": dict(sorted(self.requests_answered.items())),
         }
+
+
+def _classified(cassette: Cassette, idempotent_tools: tuple[str, ...]) -> Classification:
+    """The recorded tools as the harness classifies them (Z6): with the recorded server's
+    profile (Z7) and the replay's --idempotent-tools."""
+    first = next((e for e in cassette.exchanges if e.method == "initialize"), None)
+    result = first.result if first is not None else None  # parsed at each access: once
+    result = result if isinstance(result, dict) else {}
+    info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else {}
+    profile = profile_for(info.get("name"), info.get("version"))
+    config = ClassifierConfig(idempotent_globs=idempotent_tools)
+    return classify_tools(cassette.tools(), config, profile=profile)
 
 
 def _progress_token(params: Any) -> Any:

@@ -16,7 +16,13 @@ from harness.base import jsonutil
 from harness.base.errors import OutputFileError, UsageError
 from harness.benchmark.output import write_json_atomically
 from harness.demo.sessions import NOTICE, DemoSession, SessionStore, tool_result
-from harness.faults import FAULTS, MAX_RETRY_AFTER_S, RETRY_WINDOWS, PlanConfig
+from harness.faults import (
+    FAULTS,
+    MAX_RETRY_AFTER_S,
+    RETRY_AFTER,
+    RETRY_WINDOWS,
+    PlanConfig,
+)
 from harness.report.markdown import judgement_markdown
 
 AUDIT_PATH = Path(".agent-harness") / "audit-report.json"
@@ -147,13 +153,15 @@ def _plan(args: Mapping[str, Any]) -> PlanConfig:
         raise UsageError(
             f"retry_after only applies to scenario {'/'.join(sorted(RETRY_WINDOWS))}"
         )
-    if args.get("retry_after", 60) <= 0:
-        raise UsageError("retry_after must be more than 0 seconds")
+    # The registry's bounds, in this tool's words (PlanConfig would name the proxy's flags).
+    problem = RETRY_AFTER.problem(args.get("retry_after", RETRY_AFTER.default), "retry_after")
+    if problem is not None:
+        raise UsageError(problem)
     return PlanConfig(
         scenario=None if chaos or scenario == "none" else scenario,
         chaos_error_rate=args.get("error_rate"),
         seed=args.get("seed"),
-        retry_after_s=args.get("retry_after", 60),
+        retry_after_s=args.get("retry_after", RETRY_AFTER.default),
     )
 
 

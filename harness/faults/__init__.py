@@ -37,7 +37,7 @@ from harness.faults.f6_stream_cut import StreamCut
 from harness.faults.f7_session_expired import SessionExpired
 from harness.faults.f8_unavailable import Unavailable
 from harness.faults.f9_added_latency import LATENCY, AddedLatency
-from harness.faults.plan import FaultPlan, PlanConfig
+from harness.faults.plan import FaultPlan, PlanConfig, error_rate_problem
 from harness.faults.registry import FAULTS, register, scenario_help, scenario_range, users_of
 from harness.faults.table import fault_table_markdown
 
@@ -73,6 +73,7 @@ __all__ = [
     "TruncatedJson",
     "Unavailable",
     "Wire",
+    "error_rate_problem",
     "fault_table_markdown",
     "scenario_help",
     "scenario_range",

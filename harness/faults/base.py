@@ -41,13 +41,15 @@ class Param:
         low = f"above {shown(self.low)}" if self.low_open else f"at least {shown(self.low)}"
         return f"{low} and at most {shown(self.high)} {self.unit}"
 
-    def problem(self, value: float) -> str | None:
-        """Why `value` is not allowed (one sentence naming the flag), or None."""
+    def problem(self, value: float, name: str | None = None) -> str | None:
+        """Why `value` is not allowed, or None: one sentence naming the parameter as the
+        caller's user wrote it (`name`: a spec's `retry_after`), by default its flag."""
+        name = name or self.flag
         low_ok = value > self.low if self.low_open else value >= self.low
         if not (low_ok and value <= self.high):  # `not`: NaN is refused too
-            return f"{self.flag} must be {self.bounds()}, got {shown(value)}"
+            return f"{name} must be {self.bounds()}, got {shown(value)}"
         if self.kind is int and value != int(value):
-            return f"{self.flag} must be a whole number of {self.unit}, got {shown(value)}"
+            return f"{name} must be a whole number of {self.unit}, got {shown(value)}"
         return None
 
     def text(self, value: float) -> str:

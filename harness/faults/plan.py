@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import harness.faults.registry as registry
 from harness.base.errors import UsageError
-from harness.faults.base import RETRY_AFTER, Fault
+from harness.faults.base import RETRY_AFTER, Fault, shown
 from harness.faults.chaos import ChaosError
 from harness.faults.f9_added_latency import LATENCY
 from harness.faults.registry import FAULTS
@@ -21,6 +21,8 @@ from harness.faults.registry import FAULTS
 class PlanConfig:
     """The fault flags, validated once at the edge."""
 
+    __pydantic_config__ = {"extra": "forbid"}  # a proxy's config file names only these
+
     scenario: str | None = None
     chaos_error_rate: float | None = None
     seed: int | None = None
@@ -29,21 +31,34 @@ class PlanConfig:
     fault_delay_ms: int = 0
 
     def __post_init__(self) -> None:
+        # The one check of a fault plan (issue 33): the proxy's flags, the config file the
+        # runner hands a proxy and an in-process proxy all arrive here; a spec and the demo ask
+        # the same rules for the parts they name in their own words (`Param.problem`,
+        # `error_rate_problem`).
         scenarios = registry.SCENARIOS  # read now: a fault may have been registered since
         if self.scenario is not None and self.scenario not in scenarios:
             raise UsageError(
-                f"unknown scenario {self.scenario!r}; use one of {', '.join(scenarios)}"
+                f"--scenario must be one of {', '.join(scenarios)}, got {self.scenario!r}"
             )
         if self.scenario is not None and self.chaos_error_rate is not None:
             raise UsageError("a scenario and chaos mode exclude each other")
-        if self.chaos_error_rate is not None and not 0 <= self.chaos_error_rate <= 1:
-            raise UsageError("--error-rate must be between 0 and 1")
+        if self.chaos_error_rate is not None:
+            problem = error_rate_problem(self.chaos_error_rate)
+            if problem is not None:
+                raise UsageError(problem)
         for param in registry.PARAMS:
             problem = param.problem(getattr(self, param.field))
             if problem is not None:
                 raise UsageError(problem)
         if self.fault_delay_ms < 0:
             raise UsageError("--fault-delay must not be negative")
+
+
+def error_rate_problem(rate: float, name: str = "--error-rate") -> str | None:
+    """S9: why `rate` is no chaos error rate (a probability), or None; named as `name`."""
+    if not 0 <= rate <= 1:  # `not`: NaN is refused too
+        return f"{name} must be between 0 and 1, got {shown(rate)}"
+    return None
 
 
 class FaultPlan:

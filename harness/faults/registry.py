@@ -1,7 +1,7 @@
 """The registry: every fault by name, and what places that name faults read from it.
 
 Flags and --help (harness.proxy.args), the event log's names (harness.events), spec
-validation (runner.spec), the plan, the judge, the demo, the benchmark and the docs' fault
+validation (runner.experiment), the plan, the judge, the demo, the benchmark and the docs' fault
 table all read `FAULTS`, so adding a fault means adding its class (one module of this
 package) and listing it here, or, for a fault that lives elsewhere (a plug-in, a test's
 scratch fault), calling `register()` before the rest of the harness is imported.

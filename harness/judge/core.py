@@ -192,8 +192,8 @@ class Judge:
         self.pack_settled = False
         self._settling: deque[OpState] = deque()
         self._packed_at = array("i")  # call number -> index of its packed operation, or -1
-        self._kinds: dict[tuple[str, str | None, bool, str | None], int] = {}
-        self._kind_list: list[tuple[str, str | None, bool, str | None]] = []
+        self._kinds: dict[tuple[str, str | None, bool, str | None, str | None], int] = {}
+        self._kind_list: list[tuple[str, str | None, bool, str | None, str | None]] = []
         self.key_entries: list[dict[str, Any] | None] = []
         self.dirty_ops: dict[int, None] = {}
         self.dirty_keys: dict[int, None] = {}
@@ -296,6 +296,7 @@ class Judge:
                 keys_honoured=ev.key_honoured,
                 idempotent=ev.idempotent,
                 identity=identity,
+                note=ev.effect_note,
             )
             self._ops.append(op)
             self.derived.append(None)
@@ -476,6 +477,7 @@ class Judge:
         attempt.upstream = ev.status
         attempt.is_error = ev.is_error
         attempt.result_digest = ev.result_digest
+        attempt.refusal = ev.refusal
         if attempt.executed:
             self._release_other_writes(attempt)
         for dependent in attempt.dependents:
@@ -668,7 +670,7 @@ class Judge:
         """A settled operation as bytes: every field its derivation reads (the rest are empty
         or false for a settled operation). The call numbers of its attempts point to it from
         `_packed_at` (4 bytes a call) instead of `_attempts`."""
-        facts = (op.tool, op.schema_key_field, op.keys_honoured, op.idempotent)
+        facts = (op.tool, op.schema_key_field, op.keys_honoured, op.idempotent, op.note)
         kind = self._kinds.get(facts)
         if kind is None:
             kind = self._kinds[facts] = len(self._kind_list)
@@ -696,6 +698,7 @@ class Judge:
                     a.answer_is_error,
                     a.late,
                     a.delivered,
+                    a.refusal,
                 )  # fmt: skip
             )
         packed = marshal.dumps(
@@ -715,7 +718,7 @@ class Judge:
 
     def _unpacked(self, packed: bytes) -> OpState:
         index, kind, arguments_json, first_failure, identity, rows = marshal.loads(packed)
-        tool, schema_key_field, keys_honoured, idempotent = self._kind_list[kind]
+        tool, schema_key_field, keys_honoured, idempotent, note = self._kind_list[kind]
         op = OpState(
             index=index,
             tool=tool,
@@ -724,6 +727,7 @@ class Judge:
             keys_honoured=keys_honoured,
             idempotent=idempotent,
             identity=identity,
+            note=note,
         )
         op.first_failure_pos = first_failure
         for row in rows:
@@ -731,6 +735,7 @@ class Judge:
                 seq, session, pos_received, t_received, parallel, session_closed,
                 in_retry_window, fault, executes_upstream, retry_after_s, upstream, is_error,
                 result_digest, pos_answered, t_answered, answer_is_error, late, delivered,
+                refusal,
             ) = row  # fmt: skip
             op.attempts.append(
                 Attempt(
@@ -755,6 +760,7 @@ class Judge:
                     answer_is_error=answer_is_error,
                     late=late,
                     delivered=delivered,
+                    refusal=refusal,
                 )  # fmt: skip
             )
         return op

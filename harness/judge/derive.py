@@ -337,6 +337,16 @@ def derive_operation(op: OpState, reads: Sequence[int], wall_of: WallOf) -> Deri
         )
         flavours.append(flavour(RETRY_AFTER, window.fault))
 
+    if op.note is not None:  # Z1: the report says why this call is judged as a write
+        observations.append({"code": "UNREAD_STATEMENT", **ref, "detail": op.note})
+    written = [a for a in attempts if a.refusal is not None]
+    if written:  # Z4: the evidence that these attempts were refused
+        observations.append({
+            "code": "ERROR_AS_RESULT", **ref, "attempts": len(written),
+            "evidence": written[0].refusal,
+            "detail": "the server reports errors as results (without isError): these attempts "
+            "are counted as refused, not executed; --strict-errors counts only isError",
+        })  # fmt: skip
     if outcome == EXECUTION_UNKNOWN:
         observations.append({"code": "EXECUTION_UNKNOWN", **ref, "detail": _unknown_detail(op)})
     elif any(a.status == "rejected" for a in attempts):

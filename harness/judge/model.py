@@ -48,6 +48,7 @@ class Attempt:
     answer_is_error: bool = False  # the agent saw an error, or no answer at all (E5)
     late: bool = False  # E5: the upstream's answer came after --upstream-timeout
     delivered: bool = True  # E5: False when the proxy could not deliver its answer
+    refusal: str | None = None  # Z4: the error the upstream wrote as its result (evidence)
     # Operations whose J9 finding depends on how this attempt ends (a list once there is one:
     # most attempts never get one, and an empty list per attempt costs 56 bytes, issue 24).
     dependents: list[OpState] | tuple[()] = ()
@@ -131,6 +132,7 @@ class OpState:
     keys: Mapping[str, KeyState] = field(default_factory=lambda: NO_KEYS)  # a dict once used
     kept: Any = None  # the arguments as Python data, when too large to parse again cheaply
     identity: str | bytes = ""  # its key in the judge's operations by id (K2)
+    note: str | None = None  # Z1: why its statement could not be read (judged as a write)
 
     @property
     def arguments(self) -> Any:

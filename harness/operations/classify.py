@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from harness.base import jsonutil
 from harness.base.errors import ConfigError
@@ -31,6 +31,10 @@ from harness.operations.names import (
     snake_case,
     tool_glob_match,
 )
+
+if TYPE_CHECKING:  # Z1-Z3, Z7: imported when a tool list arrives, not at start-up
+    from harness.operations.effects import EffectPlan
+    from harness.operations.profiles import Profile
 
 ToolClass = Literal["write", "read", "unclassified"]
 
@@ -103,11 +107,14 @@ REASON_STATE_NAME = "names a state or a listing"
 # E1: why a write may be repeated
 IDEMPOTENT_BY_ANNOTATION = "annotation idempotentHint=true"
 IDEMPOTENT_BY_FLAG = "explicit --idempotent-tools"
+REASON_STATEMENTS = "explicit --statement-tools"
 
 
 @dataclass(frozen=True)
 class ClassifierConfig:
     """The classification and key flags, validated once at the edge."""
+
+    __pydantic_config__ = {"extra": "forbid"}  # a proxy's config file names only these
 
     write_globs: tuple[str, ...] | None = None  # --write-tools: replaces the default patterns
     read_globs: tuple[str, ...] = ()  # --read-tools: added to the default prefixes
@@ -115,6 +122,9 @@ class ClassifierConfig:
     keys_honoured: tuple[str, ...] = ()  # --keys-honoured: tool globs (K6)
     idempotent_globs: tuple[str, ...] = ()  # --idempotent-tools: tool globs (E1)
     distrust_annotations: bool = False  # --distrust-annotations: idempotentHint counts not (E1)
+    statement_globs: tuple[str, ...] = ()  # --statement-tools: SQL in an argument (Z1)
+    strict_errors: bool = False  # --strict-errors: only isError refuses an attempt (Z4)
+    use_profiles: bool = True  # --no-profiles turns the shipped server profiles off (Z7)
 
     @property
     def key_spec(self) -> KeySpec:
@@ -162,6 +172,8 @@ class ToolInfo:
     keys_honoured: bool = False  # K6
     key_plan: KeyPlan = field(default=ANYWHERE, compare=False)  # E3: where keys may be
     idempotent: str | None = None  # E1: why a repeat of this write is harmless (writes only)
+    # Z1-Z3: the argument that names each call's effect (its class is then per call)
+    effect: EffectPlan | None = None
 
 
 _UNLISTED_CACHE = 4096
@@ -175,6 +187,7 @@ class Classification:
     config: ClassifierConfig = field(default_factory=ClassifierConfig)
     complete: bool = True  # False when listing failed: unlisted names may still exist
     unlisted: dict[str, ToolInfo] = field(default_factory=dict)
+    profile: Profile | None = None  # Z7: the server's profile, when one matched
 
     def get(self, name: str) -> ToolInfo:
         """C10: a tool the upstream did not list is classified by flags and name patterns."""
@@ -183,7 +196,7 @@ class Classification:
             return info
         info = self.unlisted.get(name)
         if info is None:
-            info = classify_tool({"name": name}, self.config, listed=False)
+            info = classify_tool({"name": name}, self.config, listed=False, profile=self.profile)
             if len(self.unlisted) < _UNLISTED_CACHE:
                 self.unlisted[name] = info
         return info
@@ -215,12 +228,31 @@ def names_a_state(short: str) -> bool:
     return len(words) == 2 and words[0] in NOUN_LIKE_VERBS and words[1] in STATE_NOUNS
 
 
+def _command(short: str) -> Any:
+    """Z3: the key-value command a bare tool name is (`set`, `lpush`), if any."""
+    if not short.isalpha() or len(short) > 24:
+        return None
+    from harness.operations.commands import command_table
+
+    return command_table().get(short)
+
+
+def _command_reason(short: str) -> str:
+    """`redis 6.2.14 command table: SET`: the table and its version name the reason (Z3)."""
+    from harness.operations.commands import command_table
+
+    return f"{command_table().label} command table: {short.upper()}"
+
+
 def _name_class(name: str, config: ClassifierConfig) -> tuple[ToolClass, str] | None:
-    """C4, C5, C8, E2: what the name says, by its last segment."""
+    """C4, C5, C8, E2, Z3: what the name says, by its last segment."""
     segment = last_segment(name)
     short = snake_case(segment)
     if names_a_state(short):
         return "read", REASON_STATE_NAME
+    command = _command(short)
+    if command is not None:
+        return command.tool_class, _command_reason(short)
     if config.write_globs is None:
         if any(glob_match(p, short) for p in DEFAULT_WRITE_PATTERNS):
             return "write", REASON_DEFAULT_WRITE
@@ -232,21 +264,67 @@ def _name_class(name: str, config: ClassifierConfig) -> tuple[ToolClass, str] | 
 
 
 def classify_tool(
-    tool: Mapping[str, Any], config: ClassifierConfig, *, listed: bool = True
+    tool: Mapping[str, Any],
+    config: ClassifierConfig,
+    *,
+    listed: bool = True,
+    profile: Profile | None = None,
 ) -> ToolInfo:
-    """C1-C10, E1-E3 and K1/K4/K5/K6 for one tool as listed by the upstream (a `tools/list`
-    entry)."""
-    info = _classify(tool, config, listed)
+    """C1-C10, E1-E3, K1/K4/K5/K6 and Z1-Z3, Z7 for one tool as listed by the upstream (a
+    `tools/list` entry), with the server's profile if one matched."""
+    name = str(tool.get("name", ""))
+    facts = profile.tools.get(name) if profile is not None else None
+    info = _classify(tool, config, listed, profile)
     if info.tool_class != "write":
         return info
-    why = config.idempotent(info.name, tool.get("annotations"))
-    return info if why is None else replace(info, idempotent=why)
+    # E1, Z7: the flag first, then the profile, then the annotation, then a command table.
+    if any(tool_glob_match(g, name) for g in config.idempotent_globs):
+        return replace(info, idempotent=IDEMPOTENT_BY_FLAG)
+    if facts is not None and facts.idempotent is not None and profile is not None:
+        return replace(info, idempotent=profile.label if facts.idempotent else None)
+    why = config.idempotent(name, tool.get("annotations"))
+    if why is not None:
+        return replace(info, idempotent=why)
+    annotations = tool.get("annotations")
+    said_not = isinstance(annotations, Mapping) and annotations.get("idempotentHint") is False
+    short = snake_case(last_segment(name))
+    command = _command(short)
+    if command is not None and command.idempotent and info.effect is None and not said_not:
+        return replace(info, idempotent=_command_reason(short))
+    return info
 
 
-def _classify(tool: Mapping[str, Any], config: ClassifierConfig, listed: bool) -> ToolInfo:
+def _profile_class(
+    name: str, facts: Any, profile: Profile, common: dict[str, Any], suffix: str
+) -> ToolInfo | None:
+    """Z7: what the server's profile says of this tool (its class, or its statement)."""
+    from harness.operations.effects import EffectPlan
+
+    if facts.statement is not None or facts.command is not None:
+        kind = "sql" if facts.statement is not None else "command"
+        plan = EffectPlan(kind, facts.statement or facts.command, facts.dialect, profile.label)
+        return ToolInfo(name, "write", _statement_reason(plan) + suffix, effect=plan, **common)
+    if facts.tool_class is not None:
+        return ToolInfo(name, facts.tool_class, profile.label + suffix, **common)
+    return None
+
+
+def _statement_reason(plan: EffectPlan) -> str:
+    what = "SQL" if plan.kind == "sql" else "command" if plan.kind == "command" else "HTTP method"
+    return f"{plan.declared_by}: each call is classified by the {what} in `{plan.argument}`"
+
+
+def _classify(
+    tool: Mapping[str, Any], config: ClassifierConfig, listed: bool, profile: Profile | None
+) -> ToolInfo:
+    from harness.operations.effects import effect_plan
+
     name = str(tool.get("name", ""))
     schema = tool.get("inputSchema")
+    facts = profile.tools.get(name) if profile is not None else None
     key_names = config.key_spec.for_tool(name)
+    if facts is not None and facts.key_fields:
+        key_names = key_names | {normalise_field_name(f) for f in facts.key_fields}
     common = {
         "key_field": find_key_field(schema, key_names),
         "listed": listed,
@@ -268,6 +346,17 @@ def _classify(tool: Mapping[str, Any], config: ClassifierConfig, listed: bool) -
         return ToolInfo(name, "write", REASON_EXPLICIT_WRITE + suffix, **common)
     if explicit_read:
         return ToolInfo(name, "read", REASON_EXPLICIT_READ + suffix, **common)
+    if any(tool_glob_match(g, name) for g in config.statement_globs):  # Z1
+        plan = effect_plan(tool, declared=REASON_STATEMENTS)
+        if plan is not None:
+            return ToolInfo(name, "write", _statement_reason(plan) + suffix, effect=plan, **common)
+    if facts is not None and profile is not None:  # Z7: a profile over annotations
+        by_profile = _profile_class(name, facts, profile, common, suffix)
+        if by_profile is not None:
+            return by_profile
+    plan = effect_plan(tool)  # Z1, Z3: the argument names the effect, whatever the hints say
+    if plan is not None:
+        return ToolInfo(name, "write", _statement_reason(plan) + suffix, effect=plan, **common)
     by_name = _name_class(name, config)
     by_annotation = _annotation_class(tool.get("annotations"))
     if by_annotation is not None:
@@ -288,12 +377,18 @@ def _classify(tool: Mapping[str, Any], config: ClassifierConfig, listed: bool) -
 
 
 def classify_tools(
-    tools: Iterable[Mapping[str, Any]], config: ClassifierConfig, *, complete: bool = True
+    tools: Iterable[Mapping[str, Any]],
+    config: ClassifierConfig,
+    *,
+    complete: bool = True,
+    profile: Profile | None = None,
 ) -> Classification:
-    """Classify every listed tool; raise ConfigError for a tool in both explicit lists (C2)."""
-    result = Classification(config=config, complete=complete)
+    """Classify every listed tool (with the server's profile, Z7); raise ConfigError for a tool
+    in both explicit lists (C2)."""
+    profile = profile if config.use_profiles else None
+    result = Classification(config=config, complete=complete, profile=profile)
     for tool in tools:
-        info = _classify_listed(tool, config)
+        info = _classify_listed(tool, config, profile)
         result.tools[info.name] = info
     return result
 
@@ -302,18 +397,20 @@ def classify_tools(
 # tool (its name's patterns, its schema's key plan and defaults) cost ~0.1 ms, about 0.5 ms of
 # a run (issue 24). A listed tool's classification depends only on the config and the tool's
 # JSON, and a ToolInfo is immutable: the last few are kept and shared.
-_LISTED: dict[tuple[ClassifierConfig, str], ToolInfo] = {}
+_LISTED: dict[tuple[ClassifierConfig, str, str | None], ToolInfo] = {}
 _LISTED_SIZE = 256
 
 
-def _classify_listed(tool: Mapping[str, Any], config: ClassifierConfig) -> ToolInfo:
+def _classify_listed(
+    tool: Mapping[str, Any], config: ClassifierConfig, profile: Profile | None
+) -> ToolInfo:
     try:
-        key = (config, jsonutil.dumps(tool))
+        key = (config, jsonutil.dumps(tool), profile.file if profile is not None else None)
         info = _LISTED.get(key)
     except (TypeError, ValueError):  # not JSON (a caller's own mapping) or an unhashable config
-        return classify_tool(tool, config)
+        return classify_tool(tool, config, profile=profile)
     if info is None:
-        info = classify_tool(tool, config)  # ConfigError (C2) is raised again each time
+        info = classify_tool(tool, config, profile=profile)  # ConfigError (C2) each time
         if len(_LISTED) >= _LISTED_SIZE:
             del _LISTED[next(iter(_LISTED))]
         _LISTED[key] = info
@@ -336,6 +433,10 @@ def startup_lines(classification: Classification, key_fields: Sequence[str]) -> 
     names = {t.name: terminal(t.name) for t in tools}  # V6: the upstream chose these names
     width = max(map(len, names.values()), default=0)
     lines = [f"Upstream tools ({len(tools)}):"]
+    profile = classification.profile
+    if profile is not None:  # Z7
+        lines.insert(0, f"Server profile: {profile.file} ({profile.server} {profile.verified_with}"
+                        f", verified by {profile.verified_by}); --no-profiles turns it off")
     for t in tools:
         lines.append(f"  {t.tool_class:<12} {names[t.name]:<{width}}  ({t.reason})")
     for t in tools:

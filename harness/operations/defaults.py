@@ -7,8 +7,14 @@ and array elements too. A nested object that was omitted is not made up (JSON Sc
 defaults where an instance exists), unless the schema gives the object itself a default. A
 default beside a `$ref` counts too (E4: `{"$ref": "#/$defs/Room", "default": "standard"}`).
 
+Z5: empty is absent. `[]`, `{}`, `""` and `null` for an optional property (not `required`)
+whose default is absent, `null` or that same empty value are the same as leaving it out: an
+agent that sends `projects: []` where the schema says `default: null` asks for the same todo
+as one that sends nothing. After completion such a value is left out of the identity.
+
 The plan is built once per tool when the tool list arrives, so completing a call costs only
-as much as the defaults it declares, whatever the length of the session.
+as much as the defaults and optional properties it declares, whatever the length of the
+session.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ class DefaultsPlan:
     defaults: dict[str, Any] = field(default_factory=dict)
     objects: dict[str, DefaultsPlan] = field(default_factory=dict)  # property -> nested plan
     items: dict[str, DefaultsPlan] = field(default_factory=dict)  # array property -> element plan
+    # Z5: optional properties whose empty value is absent (default absent, null or that empty)
+    empties: dict[str, Any] = field(default_factory=dict)  # property -> its default or _MISSING
 
 
 def _object_branch(root: Mapping[str, Any], schema: Any) -> Any:
@@ -63,6 +71,8 @@ def _plan(
     if known is not None:
         return known
     plan = memo[id(shaped)] = DefaultsPlan()
+    required = shaped.get("required")
+    required = set(required) if isinstance(required, list) else set()
     for name, raw in shaped["properties"].items():
         sub = resolve_ref(root, raw)
         # E4: a default written beside a `$ref` (pydantic's enum with a default) is the
@@ -71,6 +81,9 @@ def _plan(
             plan.defaults[name] = raw["default"]
         elif isinstance(sub, Mapping) and "default" in sub:
             plan.defaults[name] = sub["default"]
+        default = plan.defaults.get(name, _MISSING)
+        if name not in required and (default is _MISSING or default is None or _is_empty(default)):
+            plan.empties[name] = default  # Z5
         if not isinstance(sub, Mapping):
             continue
         nested = _plan(root, sub, memo, depth + 1)
@@ -85,7 +98,7 @@ def _plan(
 
 def _prune(plans: list[DefaultsPlan]) -> set[int]:
     """Keep only the plans that lead to a default somewhere (a fixpoint, cycles allowed)."""
-    live = {id(p) for p in plans if p.defaults}
+    live = {id(p) for p in plans if p.defaults or p.empties}
     changed = True
     while changed:
         changed = False
@@ -124,6 +137,10 @@ def complete(arguments: Any, plan: DefaultsPlan | None) -> Any:
     return _complete(arguments, plan, 0)
 
 
+def _is_empty(value: Any) -> bool:
+    return value is None or (type(value) in (list, dict, str) and not value)
+
+
 def _complete(value: dict[str, Any], plan: DefaultsPlan, depth: int) -> dict[str, Any]:
     out = value
     for name, default in plan.defaults.items():
@@ -132,7 +149,7 @@ def _complete(value: dict[str, Any], plan: DefaultsPlan, depth: int) -> dict[str
                 out = dict(value)
             out[name] = default
     if depth >= _MAX_DEPTH:
-        return out
+        return _without_empties(value, out, plan)
     for name, nested in plan.objects.items():
         child = out.get(name, _MISSING)
         if isinstance(child, dict):
@@ -151,4 +168,20 @@ def _complete(value: dict[str, Any], plan: DefaultsPlan, depth: int) -> dict[str
                 if out is value:
                     out = dict(value)
                 out[name] = filled_list
+    return _without_empties(value, out, plan)
+
+
+def _without_empties(value: dict[str, Any], out: dict[str, Any], plan: DefaultsPlan) -> dict[str, Any]:
+    """Z5: an optional property whose value is empty once completed is no value, when its
+    default is absent, null or that same empty value (`{}` that took nested defaults is not
+    empty)."""
+    for name, default in plan.empties.items():
+        if name in out and _is_empty(out[name]):
+            empty = out[name]
+            if default is _MISSING or default is None or (
+                type(default) is type(empty) and default == empty
+            ):
+                if out is value:
+                    out = dict(value)
+                del out[name]
     return out

@@ -3,21 +3,30 @@
 Flags come as `--flag value` or `--flag=value`. Unknown flags, misspelt values, empty values,
 flags without a value, and a value that begins with `--` (write `--flag=--value` for that) all
 end with one clear error line. Parsing is a pure function, so every rule is a table test.
+
+`ProxyConfig` is the one definition of what a proxy is asked to do: the flags parse into it,
+an in-process proxy takes it as it is, and a proxy process started by a program (the runner)
+reads it from one file (`--config FILE`, written by `ProxyConfig.to_json`) instead of flags
+that the program would have to spell and the proxy parse back. The fault plan in it is
+checked by the fault registry as it is built (PlanConfig), whichever way it came.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.base.errors import UsageError
+from pydantic import TypeAdapter, ValidationError
+
+from harness.base.errors import InputFileError, UsageError
+from harness.base.infile import read_bytes
 from harness.faults import (
     FAULTS,
     HTTP_ONLY,
     PARAMS,
-    SCENARIOS,
     Param,
     PlanConfig,
     scenario_help,
@@ -47,6 +56,9 @@ def _param_help(param: Param) -> str:
 
 
 FLAGS: tuple[Flag, ...] = (
+    Flag("--config", "FILE", "Every setting from FILE, one JSON object as a program that "
+         "starts the proxy writes it (the runner does: ProxyConfig.to_json); no other flag "
+         "goes with it."),
     Flag("--upstream-command", "CMD", "Command that starts the upstream MCP server over stdio "
          "(this or --upstream-url is required)."),
     Flag("--upstream-url", "URL", "The upstream MCP server's streamable HTTP endpoint "
@@ -108,6 +120,17 @@ FLAGS: tuple[Flag, ...] = (
          "idempotentHint=true (and not readOnlyHint=true) count as listed here."),
     Flag("--distrust-annotations", "", "Ignore the upstream's idempotentHint annotations: only "
          "--idempotent-tools makes a tool's repeats harmless.", switch=True),
+    Flag("--statement-tools", "G,...", "Tool globs whose calls carry an SQL statement in an "
+         "argument (the one named like sql, query or statement): each call is classified by "
+         "its parsed statement (SELECT reads, INSERT writes, an upsert is an idempotent write) "
+         "and identified by it. A tool with an argument named sql, or a query argument of a "
+         "tool that speaks of SQL or a database, is one without this flag."),
+    Flag("--strict-errors", "", "Only isError refuses an attempt: a result whose whole content "
+         "is an error ({\"error\": ...} or text beginning Error:) then counts as executed.",
+         switch=True),
+    Flag("--no-profiles", "", "Do not use the shipped server profiles (verified tool classes, "
+         "idempotence and statement tools of popular MCP servers, matched by serverInfo).",
+         switch=True),
     Flag("--audit-tools", "on|off", "Offer harness__get_report and harness__get_score to the "
          "agent (default on; use off for a real measurement)."),
     Flag("--report-file", "PATH", "Keep report, score and patches as JSON in this file: current "
@@ -145,6 +168,42 @@ class ProxyConfig:
     listen: tuple[str, int] | None = None
     allowed_origins: tuple[str, ...] = ()
     listen_limits: ListenLimits = field(default_factory=ListenLimits)  # V10
+
+    __pydantic_config__ = {"extra": "forbid"}  # a config file names only these
+
+    def to_json(self) -> bytes:
+        """The config as `--config FILE` reads it back: from_json(c.to_json()) == c.
+
+        A header value given directly (not named by an environment variable) is in it: the
+        file belongs in a folder only its user can read, and the agent under test never sees
+        (U3)."""
+        # ASCII with escapes: a value that came from argv may hold the lone surrogates Python
+        # reads undecodable bytes as (a path), which UTF-8 cannot carry; `inf` stays too.
+        return json.dumps(_ADAPTER.dump_python(self), ensure_ascii=True).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes, where: str) -> ProxyConfig:
+        """A config written by `to_json`, checked as the flags are (the fault plan by the
+        registry, the key fields); UsageError naming `where` and the field that is wrong."""
+        try:
+            body = json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            raise UsageError(f"{where}: not a proxy config: not JSON ({exc})") from None
+        try:
+            config = _ADAPTER.validate_python(body)
+            KeySpec.parse(config.classifier.key_fields)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            at = ".".join(map(str, error["loc"])) or "the file"
+            why = error["msg"].removeprefix("Value error, ")
+            raise UsageError(f"{where}: not a proxy config: {at}: {why}") from None
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+        return config
+
+
+# A config file is a few kilobytes; a bigger one is not one (V4: read bounded).
+MAX_CONFIG_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -230,6 +289,8 @@ def parse(argv: list[str]) -> Parsed:
         return Parsed(help=True)
     if "--version" in values:
         return Parsed(version=True)
+    if "--config" in values:
+        return Parsed(config=_config_file(values))
     one = {k: v[-1] for k, v in values.items()}
     url = _upstream_url(one, values)
     headers = _upstream_headers(values) if url else ()
@@ -248,9 +309,9 @@ def parse(argv: list[str]) -> Parsed:
         key, value = _env_pair("--upstream-env-var", pair)
         env[key] = value
 
+    # Which flags go together is checked here; the plan they make is checked by the fault
+    # registry as PlanConfig is built (the scenario's name, the parameters' bounds).
     scenario = one.get("--scenario")
-    if scenario is not None and scenario.upper() not in SCENARIOS:
-        raise UsageError(f"--scenario must be one of {', '.join(SCENARIOS)}, got {scenario!r}")
     scenario = scenario.upper() if scenario else None
     mode = one.get("--mode")
     if mode is not None and mode.lower() not in ("deterministic", "chaos"):
@@ -273,16 +334,12 @@ def parse(argv: list[str]) -> Parsed:
         raise UsageError("--fault-delay works only with --scenario or --mode chaos")
 
     error_rate = _number("--error-rate", one["--error-rate"], float) if chaos else None
-    if error_rate is not None and not 0 <= error_rate <= 1:
-        raise UsageError(f"--error-rate must be between 0 and 1, got {one['--error-rate']}")
     given = {  # the scenario's parameters (PlanConfig checks their bounds); others default
         param.field: _number(param.flag, one[param.flag], param.kind)
         for param in PARAMS
         if param.flag in one
     }
     fault_delay = int(_number("--fault-delay", one.get("--fault-delay", "0"), int))
-    if fault_delay < 0:
-        raise UsageError("--fault-delay must not be negative")
     seed = int(_number("--seed", one["--seed"], int)) if "--seed" in one else None
 
     audit = one.get("--audit-tools", "on").lower()
@@ -320,6 +377,13 @@ def parse(argv: list[str]) -> Parsed:
             else ()
         ),
         distrust_annotations="--distrust-annotations" in one,
+        statement_globs=(
+            _list("--statement-tools", one["--statement-tools"])
+            if "--statement-tools" in one
+            else ()
+        ),
+        strict_errors="--strict-errors" in one,
+        use_profiles="--no-profiles" not in one,
     )
     plan = PlanConfig(
         scenario=scenario,
@@ -350,65 +414,18 @@ def parse(argv: list[str]) -> Parsed:
     )
 
 
-def proxy_argv(config: ProxyConfig) -> list[str]:
-    """The flags that `parse` turns back into `config`: parse(proxy_argv(c)).config == c."""
-    # The --flag=value form for free text: a value may begin with `--` (X1).
-    if config.upstream_url is not None:
-        argv = [f"--upstream-url={config.upstream_url}"]
-        for header in config.upstream_headers:  # H1: prefer env headers, argv is visible in ps
-            argv += (
-                [f"--upstream-header-env={header.name}={header.env}"]
-                if header.env
-                else [f"--upstream-header={header.name}: {header.value}"]
-            )
-    else:
-        argv = [f"--upstream-command={config.upstream_command}"]
-        argv += [f"--upstream-arg={a}" for a in config.upstream_args]
-        if config.upstream_cwd is not None:
-            argv += [f"--upstream-cwd={config.upstream_cwd}"]
-        argv += [f"--upstream-env-var={k}={v}" for k, v in config.upstream_env.items()]
-    if config.listen is not None:
-        host, port = config.listen
-        argv += [f"--listen=[{host}]:{port}" if ":" in host else f"--listen={host}:{port}"]
-        argv += [f"--allowed-origin={origin}" for origin in config.allowed_origins]
-        limits = config.listen_limits
-        for flag, name in _LIMIT_FLAGS.items():
-            value = getattr(limits, name)
-            if value != getattr(ListenLimits(), name):
-                argv += [flag, repr(value)]
-    plan = config.plan
-    if plan.scenario:
-        argv += ["--scenario", plan.scenario]
-        for param in FAULTS[plan.scenario].params:
-            argv += [param.flag, param.text(getattr(plan, param.field))]
-    if plan.chaos_error_rate is not None:
-        argv += ["--mode", "chaos", "--error-rate", repr(float(plan.chaos_error_rate))]
-        if plan.seed is not None:
-            argv += ["--seed", str(plan.seed)]
-    if plan.fault_delay_ms and (plan.scenario or plan.chaos_error_rate is not None):
-        argv += ["--fault-delay", str(plan.fault_delay_ms)]
-    classifier = config.classifier
-    if classifier.write_globs is not None:
-        argv += [f"--write-tools={','.join(classifier.write_globs)}"]
-    if classifier.read_globs:
-        argv += [f"--read-tools={','.join(classifier.read_globs)}"]
-    argv += [f"--key-fields={','.join(classifier.key_fields)}"]
-    if classifier.keys_honoured:
-        argv += [f"--keys-honoured={','.join(classifier.keys_honoured)}"]
-    if classifier.idempotent_globs:
-        argv += [f"--idempotent-tools={','.join(classifier.idempotent_globs)}"]
-    if classifier.distrust_annotations:
-        argv += ["--distrust-annotations"]
-    argv += ["--audit-tools", "on" if config.audit_tools else "off"]
-    if config.report_file is not None:
-        argv += [f"--report-file={config.report_file}"]
-    if config.event_log is not None:
-        argv += [f"--event-log={config.event_log}"]
-    # repr, not a format: a float must come back exactly.
-    argv += ["--upstream-timeout", repr(float(config.upstream_timeout_s))]
-    if config.max_message_bytes != DEFAULT_MAX_MESSAGE_BYTES:
-        argv += ["--max-message-bytes", str(config.max_message_bytes)]
-    return argv
+def _config_file(values: dict[str, list[str]]) -> ProxyConfig:
+    """`--config FILE`: the whole config from its file, no flag beside it."""
+    others = [name for name in values if name != "--config"]
+    if others or len(values["--config"]) > 1:
+        extra = others[0] if others else "--config"
+        raise UsageError(f"--config takes every setting from its file; {extra} cannot go with it")
+    path = values["--config"][0]
+    try:
+        data = read_bytes(path, "proxy config", MAX_CONFIG_BYTES)
+    except InputFileError as exc:
+        raise UsageError(f"--config {exc}") from None
+    return ProxyConfig.from_json(data, f"--config {path}")
 
 
 _COMMAND_ONLY = (
@@ -581,3 +598,8 @@ def help_text() -> str:
         "upstream that did not start, or a report file or event log that could not be written.",
     ]
     return "\n".join(lines)
+
+
+# pydantic's reader and writer of ProxyConfig, built once at import (3 ms): a fork server that
+# imported this module hands it ready to every proxy it forks.
+_ADAPTER = TypeAdapter(ProxyConfig)

@@ -1,15 +1,17 @@
 """`tools/call` through the proxy: judged, maybe faulted, forwarded as the line it came as.
 
-A mixin of `Proxy` (harness.proxy.router): the router takes messages apart and routes them,
-this part follows one tool call from its arrival to the answer the agent receives.
+The router (harness.proxy.router) takes messages apart and routes them; call delivery follows
+one tool call from its arrival to the answer the agent receives: where a fault changes what
+the agent gets, or when, it is here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import gc
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from harness.base import jsonutil
 from harness.base.errors import ReportFileError
@@ -17,6 +19,8 @@ from harness.base.jsonscan import ScanError, top_level
 from harness.faults import HttpFault
 from harness.proxy.audit import AUDIT_TOOLS, answer_audit_call
 from harness.proxy.batch import Reply
+from harness.proxy.flight import Flight, Key, Spawn
+from harness.proxy.listing import Listing
 from harness.proxy.messages import (
     Message,
     UnreadableAnswer,
@@ -26,18 +30,17 @@ from harness.proxy.messages import (
     id_key,
     usable_id,
 )
-from harness.proxy.order import InTurn, Turn
-from harness.proxy.tasks import task_id_of
-from harness.session import Ticket
+from harness.proxy.order import InTurn, Order, Turn
+from harness.proxy.refusals import Refusals, not_recorded
+from harness.proxy.revision import ClientRevision
+from harness.proxy.tasks import TaskBook, task_id_of
+from harness.session import Session, Ticket
 from harness.wire.http.lines import has_related, related_of, settle, tagged, with_receipt
 from harness.wire.transport import StreamClosed
 
-if TYPE_CHECKING:
-    from harness.proxy.router import Proxy
-
 INVALID_PARAMS = -32602
 CLOSED = "the agent's connection had closed"
-Key = tuple[str, Any]
+GC_EVERY_CALLS = 1000
 AUDIT_NAMES = frozenset(t["name"] for t in AUDIT_TOOLS)
 
 
@@ -66,18 +69,59 @@ class Begun:
             self.future.set_result(None)
 
 
-class CallHandling:
-    """The `tools/call` half of the router."""
+class CallDelivery:
+    """Every `tools/call` of one session, from its arrival to the answer the agent receives."""
 
-    async def _tools_call(self: Proxy, message: Message, reply: Reply) -> None:
+    def __init__(
+        self,
+        session: Session,
+        flight: Flight,
+        revision: ClientRevision,
+        log: Callable[[str], None],
+        *,
+        refusals: Refusals,
+        tasks: TaskBook,
+        listing: Listing,
+        spawn: Spawn,
+        report: Callable[[], None],
+        report_current: Callable[[], Awaitable[None]],
+        to_upstream: Reply,
+        upstream_order: Order,
+        idle: Callable[[], None],
+        settles_receipts: bool,
+        timeout_s: float,
+        audit_tools: bool,
+    ) -> None:
+        self.session = session
+        self.flight = flight
+        self.revision = revision  # X11: the shape of the proxy's own answers
+        self.log = log
+        self.refusals = refusals
+        self.tasks = tasks  # X12: a call that asked for a task
+        self.listing = listing  # calls are judged once the tool list is in
+        self._spawn = spawn
+        self._report = report  # O3: the report file current now
+        self._report_current = report_current  # O3: current before the next send (shared)
+        self._to_upstream = to_upstream
+        self._upstream_order = upstream_order  # X9: the client's messages reach it in order
+        self._idle = idle  # after the event log failed: the proxy stops once nothing is open
+        self._settles_receipts = settles_receipts  # E5: the agent's transport says if it got it
+        self._timeout_s = timeout_s  # --upstream-timeout
+        self._audit_tools = audit_tools
+        self._last_begun: asyncio.Future[None] | None = None  # S8: the last call has begun
+        # E5: progress tokens of calls answered with a timeout, messages of theirs not forwarded
+        self._silenced: dict[Key, Key] = {}
+        self._dropped: dict[Key, int] = {}
+
+    async def start(self, message: Message, reply: Reply) -> None:
         """X10: a call is judged and forwarded, or refused; never forwarded unjudged."""
         if not message.has("id"):
             # A notification cannot be answered, so its outcome could never be judged.
-            self._refused("no_id", "tools/call", message)
+            self.refusals.refused("no_id", "tools/call", message)
             return
         rpc_id = message.get("id")
         if rpc_id is None:
-            self._refused("null_id", "tools/call", message)
+            self.refusals.refused("null_id", "tools/call", message)
             await reply(
                 error_body(
                     None,
@@ -88,22 +132,23 @@ class CallHandling:
             )
             return
         key = id_key(rpc_id)
-        if self._id_in_use(key):
-            await self._refuse_duplicate_id(message, rpc_id, reply)
+        if self.flight.id_in_use(key):
+            await self.refusals.duplicate_id(message, rpc_id, reply)
             return
-        self._calls_in_flight.add(key)  # at once: the next line may reuse the id
+        self.flight.calls.add(key)  # at once: the next line may reuse the id
         # X9: while this call waits for the tool list, what the client sends after it waits
         # behind it (a cancellation never reaches the upstream before the call it cancels).
-        turn = self._to_upstream_order.turn()
+        turn = self._upstream_order.turn()
         # S8: calls begin (are numbered, judged, faulted) in the order they came: each waits
         # for the one before it to have begun (not to have been sent: issue 24, so that the
         # calls of one read share one report write, `_report_current`).
         begun = Begun(self._last_begun)
         self._last_begun = begun.future
-        self._call_tasks[key] = self._spawn(self._handle_call(message, rpc_id, reply, turn, begun))
+        handling = self._handle_call(message, rpc_id, reply, turn, begun)
+        self.flight.call_tasks[key] = self._spawn(handling)
 
     async def _handle_call(
-        self: Proxy, message: Message, rpc_id: Any, reply: Reply, turn: Turn, begun: Begun
+        self, message: Message, rpc_id: Any, reply: Reply, turn: Turn, begun: Begun
     ) -> None:
         key = id_key(rpc_id)
         try:
@@ -111,15 +156,16 @@ class CallHandling:
         finally:
             begun.done()
             turn.release()
-            self._calls_in_flight.discard(key)
-            self._call_tasks.pop(key, None)
-            self._cancelled.discard(key)
-            self._settled.set()
-            self._call_ended.set()  # X16: room for a call waiting in the backlog
-            self._stop_when_idle()
+            flight = self.flight
+            flight.calls.discard(key)
+            flight.call_tasks.pop(key, None)
+            flight.cancelled.discard(key)
+            flight.settled.set()
+            flight.call_ended.set()  # X16: room for a call waiting in the backlog
+            self._idle()
 
     async def _judged_call(
-        self: Proxy, message: Message, rpc_id: Any, reply: Reply, turn: Turn, begun: Begun
+        self, message: Message, rpc_id: Any, reply: Reply, turn: Turn, begun: Begun
     ) -> None:
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
@@ -131,7 +177,7 @@ class CallHandling:
             name = jsonutil.loads(inner["name"]) if "name" in inner else None
             raw_arguments = inner.get("arguments", "null")
         if not isinstance(name, str):
-            self._refused("no_tool_name", "tools/call", message)
+            self.refusals.refused("no_tool_name", "tools/call", message)
             await reply(
                 error_body(
                     rpc_id,
@@ -143,20 +189,21 @@ class CallHandling:
             return
         task = params.get("task") if message.data is not None else None
         task = task if isinstance(task, dict) else None  # X12: the client asked for a task
-        if self.config.audit_tools and name in AUDIT_NAMES:
-            await self._reply(rpc_id, answer_audit_call(name, arguments, self.session), reply)
+        if self._audit_tools and name in AUDIT_NAMES:
+            answer = answer_audit_call(name, arguments, self.session)
+            await reply(self.revision.own_answer(rpc_id, answer))
             return
-        self._start_listing()  # a client that skipped notifications/initialized
-        if not (self._tools_ready.is_set() and begun.may_begin()):  # else no wait, no timer
+        self.listing.start()  # a client that skipped notifications/initialized
+        if not (self.listing.ready.is_set() and begun.may_begin()):  # else no wait, no timer
             try:
-                async with asyncio.timeout(self.config.upstream_timeout_s):
-                    await self._tools_ready.wait()
+                async with asyncio.timeout(self._timeout_s):
+                    await self.listing.ready.wait()
                     # S8, X9: calls begin (are numbered, judged, faulted) in the order they
                     # came; one that came as the list arrived must not overtake those that
                     # waited for it.
                     await begun.after_the_call_before()
             except TimeoutError:
-                if not self._tools_ready.is_set():
+                if not self.listing.ready.is_set():
                     self.log(
                         "WARNING: the upstream's tool list is late; judging this call unlisted"
                     )
@@ -165,7 +212,7 @@ class CallHandling:
             sessionless=self.revision.version if self.revision.stateless else None,
         )  # fmt: skip
         begun.done()  # the next call may begin
-        self._after_call_received(ticket.seq)
+        _freeze_now_and_then(ticket.seq)
         if not ticket.goes_upstream:
             turn.release()  # it never goes upstream: nothing behind it needs to wait
             await self._injected_answer(ticket, rpc_id, ticket.injected, reply, task)
@@ -173,32 +220,33 @@ class CallHandling:
         # O3: current before the call goes upstream. First: the upstream may be lost while the
         # call waits for the shared write (no answer could come to it then).
         await self._report_current()
-        if self.upstream_gone is not None:
-            self.session.upstream_failed(ticket, "unavailable", error=self.upstream_gone.detail)
-            text = f"UPSTREAM_UNAVAILABLE: {self.upstream_gone.detail}"
+        flight = self.flight
+        if flight.upstream_gone is not None:
+            self.session.upstream_failed(ticket, "unavailable", error=flight.upstream_gone.detail)
+            text = f"UPSTREAM_UNAVAILABLE: {flight.upstream_gone.detail}"
             await self._answer(ticket, rpc_id, error_result(text), "harness", reply, task)
             return
-        if self.unrecordable is not None:  # its CallReceived could not be written: not sent
-            self.session.upstream_failed(ticket, "unavailable", error=str(self.unrecordable))
+        if flight.unrecordable is not None:  # its CallReceived could not be written: not sent
+            self.session.upstream_failed(ticket, "unavailable", error=str(flight.unrecordable))
             self.session.answered(ticket, is_error=True, source="harness")
-            await self._give(ticket, reply, self._not_recorded(rpc_id))
+            await self._give(ticket, reply, not_recorded(rpc_id, flight.unrecordable))
             return
         key = id_key(rpc_id)
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
-        self._pending[key] = future
+        flight.pending[key] = future
         if task is not None:  # its task is tracked as its answer arrives, before any status
-            self.tasks.calls[key] = ticket
+            self.tasks.expect(key, ticket)
         await turn.wrap(self._to_upstream)(message.line)
         answer: Message | UnreadableAnswer
         try:
-            answer = await asyncio.wait_for(future, self.config.upstream_timeout_s)
+            answer = await asyncio.wait_for(future, self._timeout_s)
         except TimeoutError:
-            self._pending.pop(key, None)
-            self.tasks.calls.pop(key, None)
+            flight.pending.pop(key, None)
+            self.tasks.forget(key)
             # E5: its answer may still come; it is recorded then (a task's answer is no outcome)
             self._abandon(key, ticket if task is None else None, params)
             self.session.upstream_failed(ticket, "timeout")
-            text = f"The upstream did not answer within {self.config.upstream_timeout_s:g} s."
+            text = f"The upstream did not answer within {self._timeout_s:g} s."
             await self._answer(ticket, rpc_id, error_result(text), "harness", reply, task)
             return
         except UpstreamGone as gone:
@@ -210,7 +258,7 @@ class CallHandling:
             answer = bad
         # X9: answered in its place among the upstream's messages (`turn` was its place in
         # the client's messages to the upstream).
-        answer_turn = self._turns.pop(key, None)
+        answer_turn = flight.turns.pop(key, None)
         in_order = reply if answer_turn is None else answer_turn.wrap(reply)
         try:
             if isinstance(answer, UnreadableAnswer):
@@ -222,7 +270,7 @@ class CallHandling:
                 answer_turn.release()
 
     async def _upstream_answered(
-        self: Proxy,
+        self,
         ticket: Ticket,
         rpc_id: Any,
         answer: Message,
@@ -232,8 +280,8 @@ class CallHandling:
         result = answer.get("result") if answer.data is not None else _shallow(answer, "result")
         if isinstance(result, dict):
             task_id = task_id_of(result.get("task")) if task is not None else None
-            if task_id in self.tasks.tracked:  # X12: "task created" is no outcome; its result is
-                await self._task_created_answer(task_id, answer, reply)
+            if self.tasks.tracks(task_id):  # X12: "task created" is no outcome; its result is
+                await self.tasks.created_answer(task_id, answer, reply)
                 return
             replaced = self.session.upstream_result(ticket, result)
             if replaced is not None:
@@ -272,7 +320,7 @@ class CallHandling:
         await self._unusable_answer(ticket, rpc_id, _unusable(answer), reply, task)
 
     async def _unusable_answer(
-        self: Proxy,
+        self,
         ticket: Ticket,
         rpc_id: Any,
         detail: str,
@@ -284,24 +332,24 @@ class CallHandling:
         text = f"UPSTREAM_INVALID_ANSWER: {detail}; agent-harness did not forward it"
         await self._answer(ticket, rpc_id, error_result(text), "harness", reply, task)
 
-    async def _held(self: Proxy, ticket: Ticket, rpc_id: Any, reply: Reply) -> bool:
+    async def _held(self, ticket: Ticket, rpc_id: Any, reply: Reply) -> bool:
         """F9: the fault holds the upstream's real answer (`Fault.hold`); False when the client
         cancelled the call meanwhile (the hold ends at once)."""
         if isinstance(reply, InTurn):
             reply.release()  # the answers to later calls do not wait for the held one (X9)
-        self._report("running")  # O3: the execution is on record while the answer waits
+        self._report()  # O3: the execution is on record while the answer waits
         key = id_key(rpc_id)
-        if key in self._cancelled:
+        if key in self.flight.cancelled:
             return False
         assert ticket.fault is not None  # only a fault sets `ticket.hold_ms`
-        cancelled = self._holding[key] = asyncio.Event()
+        cancelled = self.flight.holding[key] = asyncio.Event()
         try:
             return await ticket.fault.hold(cancelled)
         finally:
-            self._holding.pop(key, None)
+            self.flight.holding.pop(key, None)
 
     async def _injected_answer(
-        self: Proxy,
+        self,
         ticket: Ticket,
         rpc_id: Any,
         answer: dict[str, Any],
@@ -316,14 +364,14 @@ class CallHandling:
         fault = ticket.fault
         if isinstance(fault, HttpFault):  # H2: the agent's HTTP answer itself is the fault
             self.session.answered(ticket, is_error=True, source="fault")
-            self._report("running")
+            self._report()
             code, text = fault.error()
             await self._give(ticket, reply, tagged(error_body(rpc_id, code, text), **fault.hints()))
             return
         await self._answer(ticket, rpc_id, answer, "fault", reply, task)
 
     async def _answer(
-        self: Proxy,
+        self,
         ticket: Ticket,
         rpc_id: Any,
         result: dict[str, Any],
@@ -334,19 +382,18 @@ class CallHandling:
         self.session.answered(ticket, is_error=result.get("isError") is True, source=source)
         await self._report_current()
         if task is not None:  # X12: the shape the client asked for, a task that failed
-            result = self._mint_task(task, result)
-        body = {"jsonrpc": "2.0", "id": rpc_id, "result": self.revision.own_result(result)}
-        await self._give(ticket, reply, jsonutil.dumps(body).encode())
+            result = self.tasks.mint(task, result)
+        await self._give(ticket, reply, self.revision.own_answer(rpc_id, result))
 
-    async def _give(self: Proxy, ticket: Ticket, reply: Reply, line: bytes) -> None:
+    async def _give(self, ticket: Ticket, reply: Reply, line: bytes) -> None:
         """Send a call's answer (recorded as sent); should it never reach the agent, that is
         recorded too (E5). An answer that goes out with its batch is the batch's."""
-        await self._deliver_answer(reply, line, [] if ticket.batch is not None else [ticket.seq])
+        await self.deliver_answer(reply, line, [] if ticket.batch is not None else [ticket.seq])
 
-    async def _deliver_answer(self: Proxy, reply: Reply, line: bytes, seqs: list[int]) -> None:
+    async def deliver_answer(self, reply: Reply, line: bytes, seqs: list[int]) -> None:
         """`reply(line)`; an HTTP agent's transport settles the line's receipt when it knows
         whether the answer reached the agent, a stdio agent's write either works or raises."""
-        settles = getattr(self.client_out, "settles_receipts", False)
+        settles = self._settles_receipts
         if seqs and settles:
             line = with_receipt(line, self._receipt(seqs))
         try:
@@ -357,7 +404,7 @@ class CallHandling:
                 self._receipt(seqs)(CLOSED)
             raise
 
-    def _receipt(self: Proxy, seqs: list[int]) -> Callable[[str | None], None]:
+    def _receipt(self, seqs: list[int]) -> Callable[[str | None], None]:
         """E5: what to do when the transport says whether an answer reached the agent."""
 
         def heard(lost: str | None) -> None:
@@ -366,23 +413,23 @@ class CallHandling:
             for seq in seqs:
                 self.session.not_delivered(seq, lost)
             with contextlib.suppress(ReportFileError):  # then fatal: run() re-raises it
-                self._report("running")
+                self._report()
 
         return heard
 
-    def _abandon(self: Proxy, key: Key, ticket: Ticket | None, params: dict[str, Any]) -> None:
+    def _abandon(self, key: Key, ticket: Ticket | None, params: dict[str, Any]) -> None:
         """E5: the proxy answered the call itself (--upstream-timeout). Its late answer will be
         recorded; what the upstream goes on sending for it (progress, messages on its stream)
         is not forwarded: the call is over for the agent."""
-        self._abandoned[key] = ticket
+        self.flight.abandoned[key] = ticket
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         if token is not None and usable_id(token):
             self._silenced[id_key(token)] = key
 
-    def _late(self: Proxy, key: Key, answer: Message | None, unreadable: str | None = None) -> None:
+    def late(self, key: Key, answer: Message | None, unreadable: str | None = None) -> None:
         """E5: the answer to a call the proxy gave up on came after all: recorded, not sent."""
-        ticket = self._abandoned.pop(key, None)
+        ticket = self.flight.abandoned.pop(key, None)
         for token in [t for t, k in self._silenced.items() if k == key]:
             del self._silenced[token]
         self._dropped.pop(key, None)
@@ -397,12 +444,12 @@ class CallHandling:
             f"the upstream answered call {ticket.seq} ({ticket.tool}) after --upstream-timeout: "
             "recorded (the agent had its timeout)"
         )
-        self._report("running")
+        self._report()
 
-    def _after_its_call(self: Proxy, line: bytes, message: Message | None) -> bool:
+    def after_its_call(self, line: bytes, message: Message | None) -> bool:
         """E5: whether `line` belongs to a call the proxy already answered with a timeout (and
         is therefore not forwarded; the first such message of a call is said once)."""
-        if not self._abandoned:
+        if not self.flight.abandoned:
             return False
         key: Key | None = None
         if has_related(line) and usable_id(related_of(line)):
@@ -411,7 +458,7 @@ class CallHandling:
             params = message.get("params")
             token = params.get("progressToken") if isinstance(params, dict) else None
             key = self._silenced.get(id_key(token)) if usable_id(token) else None
-        if key is None or key not in self._abandoned:
+        if key is None or key not in self.flight.abandoned:
             return False
         count = self._dropped.get(key, 0)
         self._dropped[key] = count + 1
@@ -422,10 +469,14 @@ class CallHandling:
             )
         return True
 
-    async def _reply(self: Proxy, rpc_id: Any, result: dict[str, Any], reply: Reply) -> None:
-        """An answer of the proxy's own that is not a judged call's (the audit tools)."""
-        body = {"jsonrpc": "2.0", "id": rpc_id, "result": self.revision.own_result(result)}
-        await reply(jsonutil.dumps(body).encode())
+
+def _freeze_now_and_then(seq: int) -> None:
+    """Every GC_EVERY_CALLS calls: the judge's state only grows and is never garbage; once
+    collected, move it out of the collector's sight, so a long session does not pay for
+    rescanning it."""
+    if seq % GC_EVERY_CALLS == 0:
+        gc.collect()
+        gc.freeze()
 
 
 def _still_cut(reply: Reply) -> Reply:

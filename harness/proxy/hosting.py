@@ -1,8 +1,10 @@
 """Two ways for a caller to host one proxy: a subprocess command, or this process (R3).
 
-`proxy_command` is the `agent-harness proxy ...` command line a user would put in a client
-config. `in_process_proxy` runs the same `Proxy` code in this process, in front of an MCP
-server coroutine, over memory streams: no interpreter start-ups, the same JSON-RPC lines.
+`proxy_command` is the `agent-harness proxy --config FILE` command line that runs a config as
+a process (the one a client config names): the config goes over whole, as one file, not as
+flags to spell and parse back. `in_process_proxy` runs the same `Proxy` code in this process
+with the config object itself, in front of an MCP server coroutine, over memory streams: no
+interpreter start-ups, the same JSON-RPC lines.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.outfile import write_file
-from harness.proxy.args import ProxyConfig, proxy_argv
+from harness.proxy.args import ProxyConfig
 
 # An MCP server over the SDK's (read_stream, write_stream) pair, e.g. `server.run(read, write,
 # ...)`; it should return when its read stream ends.
@@ -24,13 +26,18 @@ UpstreamServer = Callable[[Any, Any], Awaitable[None]]
 
 # How long the proxy may take to end its session after the client left.
 END_TIMEOUT_S = 10.0
+CONFIG_FILE = "proxy.json"  # the config's file in the folder `proxy_command` is given
 
 
-def proxy_command(config: ProxyConfig) -> list[str]:
-    """The whole `agent-harness proxy ...` command line that runs `config` as a subprocess."""
+def proxy_command(config: ProxyConfig, folder: Path) -> list[str]:
+    """The whole `agent-harness proxy --config FILE` command line that runs `config` as a
+    subprocess; FILE is written into `folder`, which should be the caller's own (not one the
+    agent under test can look into: U3)."""
+    path = write_file(folder / CONFIG_FILE, config.to_json(), "proxy config")
+    assert path is not None
     exe = Path(sys.executable).parent / "agent-harness"
     head = [str(exe), "proxy"] if exe.exists() else [sys.executable, "-P", "-m", "harness", "proxy"]
-    return [*head, *proxy_argv(config)]
+    return [*head, f"--config={path}"]
 
 
 @dataclass

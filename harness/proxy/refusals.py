@@ -1,21 +1,17 @@
 """Messages the proxy refuses (X10) and requests it cannot record (O4): never forwarded, each
-answered with a JSON-RPC error and noted in the session and on stderr.
-
-A mixin of `Proxy` (harness.proxy.router).
-"""
+answered with a JSON-RPC error and noted in the session and on stderr."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.base import jsonutil
 from harness.base.errors import ReportFileError
 from harness.proxy.batch import Reply
 from harness.proxy.messages import Message, Unreadable, error_body
-
-if TYPE_CHECKING:
-    from harness.proxy.router import Proxy
+from harness.session import Session
 
 INVALID_REQUEST = -32600
 PARSE_ERROR = -32700
@@ -29,28 +25,25 @@ def unrecordable_line(exc: ReportFileError) -> str:
     )
 
 
+def not_recorded(rpc_id: Any, why: ReportFileError | None) -> bytes:
+    """The answer to a request that arrived after the event log failed: not forwarded."""
+    return error_body(
+        rpc_id, -32000, f"agent-harness cannot record this session ({why}); "
+        "the request was not forwarded to the upstream"
+    )  # fmt: skip
+
+
 class Refusals:
-    """The refusing half of the router: ids in use, bad ids, unreadable lines, no event log."""
+    """What the proxy refuses: ids in use, bad ids, unreadable lines, calls it cannot judge."""
 
-    def _not_recorded(self: Proxy, rpc_id: Any) -> bytes:
-        """The answer to a request that arrived after the event log failed: not forwarded."""
-        return error_body(
-            rpc_id, -32000, f"agent-harness cannot record this session ({self.unrecordable}); "
-            "the request was not forwarded to the upstream"
-        )  # fmt: skip
+    def __init__(self, session: Session, log: Callable[[str], None]) -> None:
+        self.session = session
+        self.log = log
 
-    def _id_in_use(self: Proxy, key: tuple[str, Any]) -> bool:
-        """X10: an id that a request in flight (or its late answer) still holds."""
-        return (
-            key in self._calls_in_flight
-            or key in self._forwarded
-            or key in self._abandoned
-            or key in self._pending
-        )
-
-    async def _refuse_duplicate_id(self: Proxy, message: Message, rpc_id: Any, reply: Reply) -> None:
+    async def duplicate_id(self, message: Message, rpc_id: Any, reply: Reply) -> None:
+        """X10: an id that a request in flight still holds."""
         method = message.get("method")
-        self._refused("duplicate_id", method, message)
+        self.refused("duplicate_id", method, message)
         await reply(
             error_body(
                 rpc_id,
@@ -60,7 +53,7 @@ class Refusals:
             )
         )
 
-    async def _refuse_bad_id(self: Proxy, message: Message, reply: Reply) -> None:
+    async def bad_id(self, message: Message, reply: Reply) -> None:
         """An id that is neither a string nor an integer: refused, answered with an error.
 
         JSON-RPC answers an invalid id (an object, an array, true) with id null; a fractional
@@ -68,7 +61,7 @@ class Refusals:
         it to its request.
         """
         rpc_id = message.get("id")
-        self._refused("bad_id", message.get("method"), message)
+        self.refused("bad_id", message.get("method"), message)
         echo = rpc_id if isinstance(rpc_id, Decimal) else None
         await reply(
             error_body(
@@ -79,9 +72,9 @@ class Refusals:
             )
         )
 
-    async def _unreadable(self: Proxy, unreadable: Unreadable, reply: Reply) -> None:
+    async def unreadable(self, unreadable: Unreadable, reply: Reply) -> None:
         """X10: a line the proxy cannot read is never forwarded; the client gets an error."""
-        self._refused("unreadable", None, None, detail=unreadable.reason)
+        self.refused("unreadable", None, None, detail=unreadable.reason)
         await reply(
             error_body(
                 unreadable.rpc_id,
@@ -90,9 +83,10 @@ class Refusals:
             )
         )
 
-    def _refused(
-        self: Proxy, reason: str, method: Any, message: Message | None, detail: str | None = None
+    def refused(
+        self, reason: str, method: Any, message: Message | None, detail: str | None = None
     ) -> None:
+        """Note a refusal in the session and say it once on stderr."""
         tool = None
         if message is not None and method == "tools/call":
             params = message.get("params")

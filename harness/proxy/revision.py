@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.base import jsonutil
 from harness.wire.protocol import COMPLETE, ENVELOPE_KEYS, PROTOCOL_VERSION_KEY
 
 
@@ -55,3 +56,8 @@ class ClientRevision:
         if self.envelope is None or "resultType" in result:
             return result
         return {**result, "resultType": COMPLETE}
+
+    def own_answer(self, rpc_id: Any, result: dict[str, Any]) -> bytes:
+        """The line that answers request `rpc_id` with a result of the proxy's own."""
+        body = {"jsonrpc": "2.0", "id": rpc_id, "result": self.own_result(result)}
+        return jsonutil.dumps(body).encode()

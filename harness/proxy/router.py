@@ -11,22 +11,25 @@ JSON-RPC batch go the same way as lone messages (and their answers go back as on
 `tools/call` without an id, with a null id, or with an id that a request in flight already
 uses is refused, and so is a line that is not JSON the proxy can read.
 
-`Proxy` is this module's routing plus four mixins: a tool call's way (calls.py), tasks (X12,
-tasks.py), the proxy's own tool list (listing.py) and what it refuses (refusals.py).
+`Proxy` routes; four collaborators each do one job and are handed only what they need: call
+delivery (a tool call's way, calls.py), the task book (X12, tasks.py), the listing (the proxy's
+own tool list, listing.py) and the refusals (refusals.py). What they and the router share is
+the session's book of requests in flight (flight.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from harness.base import jsonutil
 from harness.base.errors import ReportFileError, UpstreamError
 from harness.proxy.args import ProxyConfig
 from harness.proxy.batch import BatchReply, Reply
-from harness.proxy.calls import CallHandling
+from harness.proxy.calls import CallDelivery
+from harness.proxy.flight import Flight
 from harness.proxy.listing import Listing
 from harness.proxy.messages import (
     Batch,
@@ -40,10 +43,10 @@ from harness.proxy.messages import (
     usable_id,
 )
 from harness.proxy.order import Order, Turn
-from harness.proxy.refusals import INVALID_REQUEST, Refusals
+from harness.proxy.refusals import INVALID_REQUEST, Refusals, not_recorded
 from harness.proxy.revision import ClientRevision
-from harness.proxy.tasks import TASK_METHODS, TaskBook, TaskHandling
-from harness.session import CURRENT_BATCH, BatchHold, Session, Ticket
+from harness.proxy.tasks import TASK_METHODS, TaskBook
+from harness.session import CURRENT_BATCH, BatchHold, Session
 from harness.wire.transport import LineReader, LineWriter, MessageTooLarge, StreamClosed
 
 # X6: after a signal, answers that arrive this long still count.
@@ -63,7 +66,7 @@ BACKLOG_BYTES = 4 * 1024 * 1024
 Incoming = Message | Batch | Unreadable | None
 
 
-class Proxy(CallHandling, TaskHandling, Listing, Refusals):
+class Proxy:
     """One proxy session between a client line stream and an upstream line stream."""
 
     def __init__(
@@ -89,45 +92,78 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         self.describe_upstream_exit = describe_upstream_exit
         self.wait_at_eof = wait_at_eof  # False where an EOF leaves no way to answer (HTTP)
         self.revision = ClientRevision()
-        self.tasks = TaskBook()
-        self._token = secrets.token_hex(4)
-        self._own_ids = 0
-        self._pending: dict[tuple[str, Any], asyncio.Future[Message]] = {}
+        self.flight = flight = Flight()  # shared with the concerns below
         self._order = Order()  # X9: upstream messages reach the client in the order sent
         self._to_upstream_order = Order()  # X9: and the client's reach the upstream so
-        self._turns: dict[tuple[str, Any], Turn] = {}  # a call's answer, handed to its task
-        self._list_pages: dict[tuple[str, Any], bool] = {}  # client tools/list: first page?
-        # E5: calls answered with a timeout whose late answer is still recorded (their ticket;
-        # None when only the id stays taken), their progress tokens, messages not forwarded
-        self._abandoned: dict[tuple[str, Any], Ticket | None] = {}
-        self._silenced: dict[tuple[str, Any], tuple[str, Any]] = {}
-        self._dropped: dict[tuple[str, Any], int] = {}
-        # Client requests passed through as they came: id and where their answer goes.
-        self._forwarded: dict[tuple[str, Any], tuple[Any, Reply]] = {}
-        self._calls_in_flight: set[tuple[str, Any]] = set()  # tools/call ids not yet answered
-        self._call_tasks: dict[tuple[str, Any], asyncio.Task[None]] = {}
-        self._cancelled: set[tuple[str, Any]] = set()  # ids the client cancelled (X15)
-        self._holding: dict[tuple[str, Any], asyncio.Event] = {}  # F9: set on cancellation
-        self._settled = asyncio.Event()  # a request in flight was answered or given up
         self._initialize_key: tuple[str, Any] | None = None
-        self._calls: set[asyncio.Task[None]] = set()
+        self._spawned: set[asyncio.Task[None]] = set()  # ended with the session
         # X16: the client's messages waiting behind the cap on calls in flight, in order
         self._backlog: deque[tuple[Incoming, bytes]] = deque()
         self._backlog_bytes = 0
         self._backlog_changed = asyncio.Event()  # an item came or went, or the client's EOF
-        self._call_ended = asyncio.Event()  # a call ended or was cancelled: maybe room
         self._client_done = False
-        self._tools_ready = asyncio.Event()
-        self._listing: str | None = None  # None, "running", "done" or "failed"
-        self._printed_table: list[str] = []  # the classification table last printed
         self.initialized = asyncio.Event()
-        self.upstream_gone: UpstreamGone | None = None
         self.end_reason = "client closed the connection"
         self.fatal: BaseException | None = None
         self._report_pending: asyncio.Future[None] | None = None  # `_report_current`'s write
-        self._last_begun: asyncio.Future[None] | None = None  # S8: the last call has begun
-        self.unrecordable: ReportFileError | None = None  # the event log cannot be written
         self._stop = asyncio.Event()
+        # The concerns, each handed what it needs.
+        self.refusals = Refusals(session, log)
+        self.listing = Listing(
+            session,
+            log,
+            ask=self._ask_upstream,
+            spawn=self._spawn,
+            report=self._report,
+            fail=self._fail,
+            timeout_s=config.upstream_timeout_s,
+            key_fields=config.classifier.key_fields,
+            audit_tools=config.audit_tools,
+        )
+        self.tasks = TaskBook(
+            session,
+            self.revision,
+            new_id=flight.own_id,
+            ask=self._ask_upstream,
+            spawn=self._spawn,
+            report=self._report,
+        )
+        self.calls = CallDelivery(
+            session,
+            flight,
+            self.revision,
+            log,
+            refusals=self.refusals,
+            tasks=self.tasks,
+            listing=self.listing,
+            spawn=self._spawn,
+            report=self._report,
+            report_current=self._report_current,
+            to_upstream=self._to_upstream,
+            upstream_order=self._to_upstream_order,
+            idle=self._stop_when_idle,
+            settles_receipts=getattr(client_out, "settles_receipts", False),
+            timeout_s=config.upstream_timeout_s,
+            audit_tools=config.audit_tools,
+        )
+
+    # What the integration tests look at inside a running router, by the names they use.
+    @property
+    def _pending(self) -> dict[tuple[str, Any], asyncio.Future[Message]]:
+        return self.flight.pending
+
+    @property
+    def _abandoned(self) -> dict[tuple[str, Any], Any]:
+        return self.flight.abandoned
+
+    @property
+    def _tools_ready(self) -> asyncio.Event:
+        return self.listing.ready
+
+    @property
+    def unrecordable(self) -> ReportFileError | None:
+        """The event log cannot be written (`cannot_record`)."""
+        return self.flight.unrecordable
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -148,32 +184,37 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
                 self.session.end(self.end_reason)
                 self._report("finished")
             upstream.cancel()
-            for task in list(self._calls):
+            for task in list(self._spawned):
                 task.cancel()
-            await asyncio.gather(client, upstream, stop, *self._calls, return_exceptions=True)
+            await asyncio.gather(client, upstream, stop, *self._spawned, return_exceptions=True)
         if self.fatal is not None:
             raise self.fatal
         return self.end_reason
 
     def stop(self, reason: str) -> None:
+        """End the session: what is in flight is drained first (X6)."""
         self.end_reason = reason
+        self._stop.set()
+
+    def _fail(self, exc: BaseException) -> None:
+        """End the session at once: `run()` raises `exc`."""
+        self.fatal = exc
         self._stop.set()
 
     def cannot_record(self, exc: ReportFileError) -> None:
         """The event log cannot be written: no new request is forwarded (each is answered with
         an error); what is in flight gets the upstream's answer; then the proxy stops. The
         caller says so once (`unrecordable_line`): over HTTP many lanes share one event log."""
-        if self.unrecordable is not None:
+        if self.flight.unrecordable is not None:
             return
-        self.unrecordable = exc
+        self.flight.unrecordable = exc
         self._stop_when_idle()
 
     def _stop_when_idle(self) -> None:
         """After `cannot_record`: stop once no request the client is waiting for is in flight."""
-        if self.unrecordable is None:
+        if self.flight.unrecordable is None:
             return
-        calls = any(k not in self._cancelled for k in self._call_tasks)
-        passed = any(k not in self._cancelled for k in self._forwarded)
+        calls, passed = self.flight.waited_for()
         if not calls and not passed:
             self.stop("the event log could not be written")
 
@@ -187,19 +228,19 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         a signal, answers that arrive within DRAIN_SECONDS still count. A cancelled request is
         never waited for: its outcome stays unknown unless its answer has arrived.
         """
-        self._settle_open_tasks()  # X12: a task nobody asked about is asked now
+        self.tasks.settle_open()  # X12: a task nobody asked about is asked now
+        flight = self.flight
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.upstream_timeout_s
-        while self.wait_at_eof and not self._stop.is_set() and self.upstream_gone is None:
+        while self.wait_at_eof and not self._stop.is_set() and flight.upstream_gone is None:
             # A call ends by itself (answer, --upstream-timeout, upstream gone); a request only
             # passed through has no timeout of its own, so the deadline bounds it.
-            calls = any(k not in self._cancelled for k in self._call_tasks)
-            passed = any(k not in self._cancelled for k in self._forwarded)
+            calls, passed = flight.waited_for()
             remaining = deadline - loop.time()
             if not calls and not (passed and remaining > 0):
                 break
-            self._settled.clear()
-            waits = {asyncio.ensure_future(e.wait()) for e in (self._settled, self._stop)}
+            flight.settled.clear()
+            waits = {asyncio.ensure_future(e.wait()) for e in (flight.settled, self._stop)}
             await asyncio.wait(
                 waits, timeout=None if calls else remaining, return_when=asyncio.FIRST_COMPLETED
             )
@@ -207,12 +248,13 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
                 waiting.cancel()
         # Every task still running counts (a call's, or the X12 fetch of a task's result), but
         # not the handling of a call the client cancelled.
-        cancelled = {self._call_tasks[k] for k in self._cancelled if k in self._call_tasks}
-        calls = [t for t in self._calls if t not in cancelled]
+        tasks = flight.call_tasks
+        cancelled = {tasks[k] for k in flight.cancelled if k in tasks}
+        calls = [t for t in self._spawned if t not in cancelled]
         if calls:
             await asyncio.wait(calls, timeout=DRAIN_SECONDS)
 
-    def _report(self, status: str) -> None:
+    def _report(self, status: str = "running") -> None:
         """O3: the report file is current; a write failure ends the proxy before any answer."""
         if self.write_report is None or self.fatal is not None:
             return
@@ -222,8 +264,7 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
             self.write_report(self.session.report_file_pieces(status))
         except BaseException as exc:
             if isinstance(exc, ReportFileError):
-                self.fatal = exc
-                self._stop.set()
+                self._fail(exc)
             if pending is not None:  # the waiting calls raise it too
                 if isinstance(exc, Exception):
                     pending.set_exception(exc)
@@ -244,8 +285,8 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         if self.write_report is None or self.fatal is not None:
             return
         pending = self._report_pending
-        if pending is None and len(self._calls_in_flight) <= 1:
-            self._report("running")  # a lone call (N1): nothing to share the write with
+        if pending is None and len(self.flight.calls) <= 1:
+            self._report()  # a lone call (N1): nothing to share the write with
             return
         if pending is None:
             loop = asyncio.get_running_loop()
@@ -258,7 +299,7 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         if pending is None:
             return  # a write since (`_report`) was current for its calls
         try:
-            self._report("running")
+            self._report()
         except Exception:  # `_report` handed it to the waiting calls: raised there
             return
         if self._report_pending is pending:  # `_report` returned early (already fatal)
@@ -266,9 +307,10 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
             pending.set_result(None)
 
     def _spawn(self, coro: Awaitable[None]) -> asyncio.Task[None]:
+        """`coro` in a task of its own, ended with the session."""
         task = asyncio.create_task(self._guard(coro))
-        self._calls.add(task)
-        task.add_done_callback(self._calls.discard)
+        self._spawned.add(task)
+        task.add_done_callback(self._spawned.discard)
         return task
 
     async def _guard(self, coro: Awaitable[None]) -> None:
@@ -343,8 +385,8 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
                 continue
             parsed, line = self._backlog[0]
             while _starts_calls(parsed) and not self._room_for_call():
-                self._call_ended.clear()
-                await self._call_ended.wait()
+                self.flight.call_ended.clear()
+                await self.flight.call_ended.wait()
             try:
                 await self._dispatch(parsed, line)
             finally:  # taken off only now: the reader keeps behind it what came after it
@@ -354,9 +396,10 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
 
     def _room_for_call(self) -> bool:
         """X16: fewer than MAX_CALLS_IN_FLIGHT calls open (a cancelled one does not count)."""
-        if len(self._call_tasks) < MAX_CALLS_IN_FLIGHT:
+        tasks = self.flight.call_tasks
+        if len(tasks) < MAX_CALLS_IN_FLIGHT:
             return True
-        return sum(k not in self._cancelled for k in self._call_tasks) < MAX_CALLS_IN_FLIGHT
+        return sum(k not in self.flight.cancelled for k in tasks) < MAX_CALLS_IN_FLIGHT
 
     def _goes_past(self, parsed: Incoming) -> bool:
         """X16, X15: what may pass the backlog: an answer to the upstream's request (or another
@@ -375,13 +418,13 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         if not usable_id(request_id):
             return False
         key = id_key(request_id)
-        return key in self._call_tasks or key in self._forwarded
+        return key in self.flight.call_tasks or key in self.flight.forwarded
 
     async def _dispatch(self, parsed: Incoming, line: bytes) -> None:
         if isinstance(parsed, Batch):
             await self._batch(parsed)
         elif isinstance(parsed, Unreadable):
-            await self._unreadable(parsed, self._to_client)
+            await self.refusals.unreadable(parsed, self._to_client)
         elif parsed is None or parsed.get("method") is None:
             await self._to_upstream(line)  # responses to server requests, other JSON values
         else:
@@ -397,8 +440,8 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
 
         async def send(line: bytes) -> None:
             self.session.batch_sent(hold)
-            self._report("running")
-            await self._deliver_answer(self._to_client, line, [s for s, _, _ in hold.held])
+            self._report()
+            await self.calls.deliver_answer(self._to_client, line, [s for s, _, _ in hold.held])
 
         collector = BatchReply(send)
         taking_apart = CURRENT_BATCH.set(hold)
@@ -431,53 +474,53 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         """One request or notification of the client (alone or from a batch)."""
         method = message.get("method")
         new_revision = self.revision.observe(message.get("params"))
+        flight = self.flight
         if message.get("id") is not None and not usable_id(message.get("id")):
-            await self._refuse_bad_id(message, reply)
+            await self.refusals.bad_id(message, reply)
             return
-        if self.unrecordable is not None and message.get("id") is not None:
-            await reply(self._not_recorded(message.get("id")))
+        if flight.unrecordable is not None and message.get("id") is not None:
+            await reply(not_recorded(message.get("id"), flight.unrecordable))
             return
         if method == "tools/call":
-            await self._tools_call(message, reply)
+            await self.calls.start(message, reply)
             return
         if method == "notifications/cancelled":
             self._note_cancelled(message.get("params"))
         rpc_id = message.get("id")
         if rpc_id is not None:
             key = id_key(rpc_id)
-            if self._id_in_use(key):
-                await self._refuse_duplicate_id(message, rpc_id, reply)
+            if flight.id_in_use(key):
+                await self.refusals.duplicate_id(message, rpc_id, reply)
                 return
-            if method in TASK_METHODS and await self._task_request(message, rpc_id, reply):
+            if method in TASK_METHODS and await self.tasks.request(message, rpc_id, reply):
                 return  # X12: a task the proxy made up answers here
-            if self.upstream_gone is not None:
-                await reply(
-                    error_body(rpc_id, -32000, f"UPSTREAM_UNAVAILABLE: {self.upstream_gone.detail}")
-                )
+            if flight.upstream_gone is not None:
+                detail = flight.upstream_gone.detail
+                await reply(error_body(rpc_id, -32000, f"UPSTREAM_UNAVAILABLE: {detail}"))
                 return
-            self._forwarded[key] = (rpc_id, reply)
+            flight.forwarded[key] = (rpc_id, reply)
             if method == "initialize":
                 self._initialize_key = key
                 self.revision.initialize_seen()
             if method == "tools/list":
-                params = message.get("params")
-                self._list_pages[key] = not (isinstance(params, dict) and params.get("cursor"))
+                self.listing.client_asks(key, message.get("params"))
         await self._pass_upstream(message.line)
         if method == "notifications/initialized":
-            self._start_listing()
-        elif new_revision and self._listing != "running" and self._listing != "done":
-            self._start_listing(again=True)  # X11: a stateless client has no handshake
+            self.listing.start()
+        elif new_revision:
+            self.listing.start(again=True)  # X11: a stateless client has no handshake
 
     def _note_cancelled(self, params: Any) -> None:
         """X15: a request the client cancelled is not waited for at shutdown."""
         request_id = params.get("requestId") if isinstance(params, dict) else None
         if usable_id(request_id):
+            flight = self.flight
             key = id_key(request_id)
-            if key in self._call_tasks or key in self._forwarded:
-                self._cancelled.add(key)
-                self._settled.set()
-                self._call_ended.set()  # X16: a cancelled call leaves room for another
-            held = self._holding.get(key)
+            if key in flight.call_tasks or key in flight.forwarded:
+                flight.cancelled.add(key)
+                flight.settled.set()
+                flight.call_ended.set()  # X16: a cancelled call leaves room for another
+            held = flight.holding.get(key)
             if held is not None:
                 held.set()  # F9: the hold of an answer the client gave up on ends now
 
@@ -488,7 +531,7 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         await self._in_order(self._to_upstream_order, self._to_upstream, line)
 
     async def _to_upstream(self, line: bytes) -> None:
-        if self.upstream_gone is not None:
+        if self.flight.upstream_gone is not None:
             return
         try:
             await self.upstream_out.write_line(line)
@@ -497,6 +540,20 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
 
     async def _to_client(self, line: bytes) -> None:
         await self.client_out.write_line(line)
+
+    async def _ask_upstream(self, method: str, params: dict[str, Any]) -> Message:
+        """A request of the proxy's own, in the client's protocol revision (X11)."""
+        rpc_id = self.flight.own_id("agent-harness-")
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self.flight.pending[id_key(rpc_id)] = future
+        body = {
+            "jsonrpc": "2.0",
+            "id": rpc_id,
+            "method": method,
+            "params": self.revision.own_params(params),
+        }
+        await self._to_upstream(jsonutil.dumps(body).encode())
+        return await asyncio.wait_for(future, self.config.upstream_timeout_s)
 
     # -- upstream -> client ----------------------------------------------------------------
 
@@ -521,6 +578,7 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         self._upstream_lost(gone)
 
     async def _from_upstream(self, line: bytes) -> None:
+        flight = self.flight
         parsed = parse_line(line)
         if isinstance(parsed, Batch):
             # The proxy never sends the upstream a batch (X10 splits the client's), so a batch
@@ -530,10 +588,10 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
             return
         if isinstance(parsed, Unreadable) and parsed.rpc_id is not None:
             key = id_key(parsed.rpc_id)
-            if key in self._abandoned:  # E5: a late answer, unreadable: recorded, not sent
-                self._late(key, None, f"its answer could not be read ({parsed.reason})")
+            if key in flight.abandoned:  # E5: a late answer, unreadable: recorded, not sent
+                self.calls.late(key, None, f"its answer could not be read ({parsed.reason})")
                 return
-            future = self._pending.pop(key, None)
+            future = flight.pending.pop(key, None)
             if future is not None:  # one error answer for it, never the raw bytes as well
                 if not future.done():
                     self._take_turn(key)
@@ -543,49 +601,47 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         message = parsed if isinstance(parsed, Message) else None
         if message is not None and message.get("method") is None and message.has("id"):
             key = id_key(message.get("id"))
-            future = self._pending.pop(key, None)
-            ticket = self.tasks.calls.pop(key, None)
-            if ticket is not None:
-                self._task_created(ticket, message)  # X12: at once, before its status arrives
+            future = flight.pending.pop(key, None)
+            self.tasks.answered(key, message)  # X12: a task at once, before its status arrives
             if future is not None:
                 if not future.done():
                     self._take_turn(key)
                     future.set_result(message)
                 return
-            if key in self._abandoned:
-                self._late(key, message)  # E5: recorded; the agent already had its timeout
+            if key in flight.abandoned:
+                self.calls.late(key, message)  # E5: recorded; the agent already had its timeout
                 return
-            _, reply = self._forwarded.pop(key, (None, self._to_client))
-            self._cancelled.discard(key)
-            self._settled.set()
+            _, reply = flight.forwarded.pop(key, (None, self._to_client))
+            flight.cancelled.discard(key)
+            flight.settled.set()
             self._stop_when_idle()
             if key == self._initialize_key or self.revision.stateless:
+                result = message.get("result")
+                info = result.get("serverInfo") if isinstance(result, dict) else None
+                if isinstance(info, dict):  # Z7: the server names itself: its profile
+                    self.session.server_named(info.get("name"), info.get("version"))
                 self.initialized.set()
-            asked = self.tasks.asked.pop(key, None)
+            asked = self.tasks.asked_about(key)
             if asked is not None:  # X12: may need the task's result first: not in this loop
                 turn = self._order.turn()
-                self._spawn_in(turn, self._task_answer(*asked, message, turn.wrap(reply)))
+                self._spawn_in(turn, self.tasks.answer(*asked, message, turn.wrap(reply)))
                 return
-            if self._list_pages.pop(key, None) and self.config.audit_tools:
-                line = self._with_audit_tools(message) or line
-            await self._deliver(reply, line)
+            await self._deliver(reply, self.listing.client_answer(key, message, line))
             return
-        if self._after_its_call(line, message):
+        if self.calls.after_its_call(line, message):
             return  # E5: for a call already answered with a timeout
         if message is not None and message.get("method") == "notifications/tasks/status":
             turn = self._order.turn()
-            self._spawn_in(turn, self._task_status(message, turn.wrap(self._to_client)))
+            self._spawn_in(turn, self.tasks.status(message, turn.wrap(self._to_client)))
             return
         if message is not None and message.get("method") == "notifications/tools/list_changed":
-            self._tools_ready.clear()
-            self._listing = None
-            self._start_listing()
+            self.listing.changed()
         await self._deliver(self._to_client, line)
 
     def _take_turn(self, key: tuple[str, Any]) -> None:
         """X9: the answer to a judged call goes out in its place among the upstream's messages."""
-        if key in self._calls_in_flight:
-            self._turns[key] = self._order.turn()
+        if key in self.flight.calls:
+            self.flight.turns[key] = self._order.turn()
 
     def _spawn_in(self, turn: Turn, coro: Awaitable[None]) -> None:
         """Run `coro` in a task of its own; its turn ends with it, whether it sent or not."""
@@ -621,21 +677,22 @@ class Proxy(CallHandling, TaskHandling, Listing, Refusals):
         self._spawn_in(turn, in_its_turn())
 
     def _upstream_lost(self, gone: UpstreamGone) -> None:
-        if self.upstream_gone is not None:
+        flight = self.flight
+        if flight.upstream_gone is not None:
             return
-        self.upstream_gone = gone
+        flight.upstream_gone = gone
         self.log(f"ERROR: upstream unavailable: {gone.detail}")
-        for future in self._pending.values():
+        for future in flight.pending.values():
             if not future.done():
                 future.set_exception(gone)
-        self._pending.clear()
-        self._tools_ready.set()
+        flight.pending.clear()
+        self.listing.ready.set()  # calls waiting for the list go on, to be answered
         if not self.initialized.is_set():
-            self.fatal = UpstreamError(f"the upstream did not start: {gone.detail}")
-            self._stop.set()
+            self._fail(UpstreamError(f"the upstream did not start: {gone.detail}"))
             return
-        waiting, self._forwarded = list(self._forwarded.values()), {}
-        self._settled.set()
+        waiting = list(flight.forwarded.values())
+        flight.forwarded.clear()
+        flight.settled.set()
         self._stop_when_idle()
         for rpc_id, reply in waiting:  # requests passed through that will now never be answered
             body = error_body(rpc_id, -32000, f"UPSTREAM_UNAVAILABLE: {gone.detail}")

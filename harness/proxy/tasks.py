@@ -11,25 +11,23 @@ itself. A fault answers in the shape the client asked for:
   result, `tasks/cancel` is refused as for any finished task.
 - F1 (the write runs): the upstream's task is passed on; when its result shows an execution,
   the client is told the task failed with the timeout, and its result is the timeout.
-
-A mixin of `Proxy` (harness.proxy.router), like harness.proxy.calls.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.base import jsonutil
 from harness.proxy.batch import Reply
+from harness.proxy.flight import Ask, Key, Spawn
 from harness.proxy.messages import Message, UpstreamGone, error_body, id_key
-from harness.session import Ticket
+from harness.proxy.revision import ClientRevision
+from harness.session import Session, Ticket
 from harness.wire.protocol import RELATED_TASK_KEY, TERMINAL_TASK_STATES
-
-if TYPE_CHECKING:
-    from harness.proxy.router import Proxy
 
 TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/cancel"})
 DEFAULT_TTL_MS = 60_000
@@ -55,16 +53,6 @@ class MintedTask:
     result: dict[str, Any]
 
 
-@dataclass
-class TaskBook:
-    """What the proxy knows of the tasks of one session."""
-
-    tracked: dict[str, TrackedTask] = field(default_factory=dict)
-    minted: dict[str, MintedTask] = field(default_factory=dict)
-    asked: dict[tuple[str, Any], tuple[str, str]] = field(default_factory=dict)  # id -> method, task
-    calls: dict[tuple[str, Any], Ticket] = field(default_factory=dict)  # task calls upstream
-
-
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -82,19 +70,59 @@ def _with_related(result: dict[str, Any], task_id: str) -> dict[str, Any]:
 
 
 def task_id_of(params: Any) -> str | None:
+    """The `taskId` in a Task or in the params of a request about one."""
     task_id = params.get("taskId") if isinstance(params, dict) else None
     return task_id if isinstance(task_id, str) else None
 
 
-class TaskHandling:
-    """The task half of the router."""
+class TaskBook:
+    """What the proxy knows of the tasks of one session, and what it does about them."""
+
+    def __init__(
+        self,
+        session: Session,
+        revision: ClientRevision,
+        *,
+        new_id: Callable[[str], str],
+        ask: Ask,
+        spawn: Spawn,
+        report: Callable[[], None],
+    ) -> None:
+        self.session = session
+        self.revision = revision  # X11: the shape of the proxy's own answers
+        self._new_id = new_id
+        self._ask = ask
+        self._spawn = spawn
+        self._report = report  # O3: an outcome is on record before the next answer
+        self.tracked: dict[str, TrackedTask] = {}
+        self.minted: dict[str, MintedTask] = {}
+        self._asked: dict[Key, tuple[str, str]] = {}  # the client's request id -> method, task
+        self._calls: dict[Key, Ticket] = {}  # task-augmented calls gone upstream
 
     # -- a task-augmented call -------------------------------------------------------------
 
-    def _mint_task(self: Proxy, requested: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    def expect(self, key: Key, ticket: Ticket) -> None:
+        """A task-augmented call goes upstream: its task is tracked as its answer arrives."""
+        self._calls[key] = ticket
+
+    def forget(self, key: Key) -> None:
+        """The call `key` was given up on (--upstream-timeout): a later task is not tracked."""
+        self._calls.pop(key, None)
+
+    def answered(self, key: Key, answer: Message) -> None:
+        """The upstream answered request `key`: a task-augmented call's task is tracked at
+        once, before any status of it arrives."""
+        ticket = self._calls.pop(key, None)
+        if ticket is not None:
+            self._task_created(ticket, answer)
+
+    def tracks(self, task_id: str | None) -> bool:
+        """An upstream task that carries a judged attempt."""
+        return task_id in self.tracked
+
+    def mint(self, requested: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
         """X12: a failed task of the proxy's own that carries `result`; its CreateTaskResult."""
-        self._own_ids += 1
-        task_id = f"agent-harness-task-{self._token}-{self._own_ids}"
+        task_id = self._new_id("agent-harness-task-")
         now = _now()
         ttl = requested.get("ttl")
         task = {
@@ -106,10 +134,10 @@ class TaskHandling:
             "ttl": ttl if isinstance(ttl, int) and not isinstance(ttl, bool) else DEFAULT_TTL_MS,
             "pollInterval": POLL_INTERVAL_MS,
         }
-        self.tasks.minted[task_id] = MintedTask(task, _with_related(result, task_id))
+        self.minted[task_id] = MintedTask(task, _with_related(result, task_id))
         return {"task": task}
 
-    def _task_created(self: Proxy, ticket: Ticket, answer: Message) -> None:
+    def _task_created(self, ticket: Ticket, answer: Message) -> None:
         """The upstream answered a task-augmented call with a task: track it, no outcome yet."""
         result = answer.get("result")
         task = result.get("task") if isinstance(result, dict) else None
@@ -117,11 +145,11 @@ class TaskHandling:
         if task_id is None:
             return  # not a task after all (an upstream without tasks): judged as usual
         self.session.task_created(ticket, task_id)
-        self.tasks.tracked[task_id] = TrackedTask(ticket)
+        self.tracked[task_id] = TrackedTask(ticket)
         if task.get("status") in TERMINAL_TASK_STATES:
             self._settle_later(task_id)
 
-    async def _task_created_answer(self: Proxy, task_id: str, answer: Message, reply: Reply) -> None:
+    async def created_answer(self, task_id: str, answer: Message, reply: Reply) -> None:
         """Pass the CreateTaskResult on; a task that has already ended is settled first, so a
         ghost (F1) reads as failed from its first answer on."""
         result = answer.get("result")
@@ -132,14 +160,14 @@ class TaskHandling:
         await self._told_status(task_id, status, answer, "result", reply)
 
     async def _told_status(
-        self: Proxy, task_id: str, status: str, message: Message, where: str, send: Reply
+        self, task_id: str, status: str, message: Message, where: str, send: Reply
     ) -> None:
         """A terminal status of a tracked task reaches the client: settled, a ghost as failed.
 
         `where` is the member that holds the Task: `result` (tasks/get, tasks/cancel), `params`
         (notifications/tasks/status), or `result` with a `task` inside (CreateTaskResult).
         """
-        tracked = self.tasks.tracked[task_id]
+        tracked = self.tracked[task_id]
         await self._settle(task_id)
         if tracked.ghost is None or status != "completed":
             self._task_told(tracked, is_error=status != "completed", source="upstream")
@@ -156,38 +184,41 @@ class TaskHandling:
 
     # -- the client asks about a task ---------------------------------------------------------
 
-    async def _task_request(self: Proxy, message: Message, rpc_id: Any, reply: Reply) -> bool:
+    async def request(self, message: Message, rpc_id: Any, reply: Reply) -> bool:
         """tasks/get, tasks/result, tasks/cancel: answered here for a minted task; noted for a
         tracked one (its answer is read); True when the proxy answered it itself."""
         method = message.get("method")
         task_id = task_id_of(message.get("params"))
         if task_id is None:
             return False
-        minted = self.tasks.minted.get(task_id)
+        minted = self.minted.get(task_id)
         if minted is not None:
             if method == "tasks/get":
-                await self._reply(rpc_id, minted.task, reply)
+                await reply(self.revision.own_answer(rpc_id, minted.task))
             elif method == "tasks/result":
-                await self._reply(rpc_id, minted.result, reply)
+                await reply(self.revision.own_answer(rpc_id, minted.result))
             else:  # as any receiver answers for a task that has finished
                 await reply(error_body(rpc_id, -32602, "Cannot cancel task in terminal status: "
                                        f"{minted.task['status']}"))  # fmt: skip
             return True
-        if task_id in self.tasks.tracked:
-            self.tasks.asked[id_key(rpc_id)] = (method, task_id)
+        if task_id in self.tracked:
+            self._asked[id_key(rpc_id)] = (method, task_id)
         return False
 
-    async def _task_answer(
-        self: Proxy, method: str, task_id: str, answer: Message, reply: Reply
-    ) -> None:
+    def asked_about(self, key: Key) -> tuple[str, str] | None:
+        """The method and task of the client's request `key` about a tracked task, if it was."""
+        return self._asked.pop(key, None)
+
+    async def answer(self, method: str, task_id: str, answer: Message, reply: Reply) -> None:
         """The upstream answered the client's question about a tracked task."""
-        tracked = self.tasks.tracked[task_id]
+        tracked = self.tracked[task_id]
         result = answer.get("result")
         if method == "tasks/result":
             if not tracked.settled:
                 self._record_task_result(tracked, answer)
             if tracked.ghost is not None and isinstance(result, dict):
-                await self._reply(answer.get("id"), _with_related(tracked.ghost, task_id), reply)
+                ghost = _with_related(tracked.ghost, task_id)
+                await reply(self.revision.own_answer(answer.get("id"), ghost))
                 self._task_told(tracked, is_error=True, source="fault")
                 return
             is_error = not isinstance(result, dict) or result.get("isError") is True
@@ -201,11 +232,11 @@ class TaskHandling:
             return
         await self._told_status(task_id, status, answer, "result", reply)
 
-    async def _task_status(self: Proxy, message: Message, send: Reply) -> None:
+    async def status(self, message: Message, send: Reply) -> None:
         """notifications/tasks/status of a tracked task: a terminal status is settled first."""
         params = message.get("params")
         task_id = task_id_of(params)
-        tracked = self.tasks.tracked.get(task_id) if task_id else None
+        tracked = self.tracked.get(task_id) if task_id else None
         status = params.get("status") if isinstance(params, dict) else None
         if tracked is None or status not in TERMINAL_TASK_STATES:
             await send(message.line)
@@ -214,24 +245,24 @@ class TaskHandling:
 
     # -- the task's outcome ---------------------------------------------------------------
 
-    def _settle_later(self: Proxy, task_id: str) -> None:
-        tracked = self.tasks.tracked[task_id]
+    def _settle_later(self, task_id: str) -> None:
+        tracked = self.tracked[task_id]
         if tracked.settling is None and not tracked.settled:
             tracked.settling = self._spawn(self._fetch_result(task_id))
 
-    async def _settle(self: Proxy, task_id: str) -> None:
+    async def _settle(self, task_id: str) -> None:
         """Make sure the attempt's outcome is recorded, asking the upstream if need be."""
-        tracked = self.tasks.tracked[task_id]
+        tracked = self.tracked[task_id]
         if tracked.settled:
             return
         self._settle_later(task_id)
         assert tracked.settling is not None
         await asyncio.shield(tracked.settling)
 
-    async def _fetch_result(self: Proxy, task_id: str) -> None:
-        tracked = self.tasks.tracked[task_id]
+    async def _fetch_result(self, task_id: str) -> None:
+        tracked = self.tracked[task_id]
         try:
-            answer = await self._ask_upstream("tasks/result", {"taskId": task_id})
+            answer = await self._ask("tasks/result", {"taskId": task_id})
         except TimeoutError:
             if not tracked.settled:
                 tracked.settled = True
@@ -244,9 +275,9 @@ class TaskHandling:
             return
         if not tracked.settled:
             self._record_task_result(tracked, answer)
-        self._report("running")
+        self._report()
 
-    def _record_task_result(self: Proxy, tracked: TrackedTask, answer: Message) -> None:
+    def _record_task_result(self, tracked: TrackedTask, answer: Message) -> None:
         tracked.settled = True
         result = answer.get("result")
         if isinstance(result, dict):
@@ -254,14 +285,14 @@ class TaskHandling:
         else:
             self.session.upstream_failed(tracked.ticket, "error", error=answer.get("error"))
 
-    def _task_told(self: Proxy, tracked: TrackedTask, *, is_error: bool, source: str) -> None:
+    def _task_told(self, tracked: TrackedTask, *, is_error: bool, source: str) -> None:
         if not tracked.answered:
             tracked.answered = True
             self.session.answered(tracked.ticket, is_error=is_error, source=source)
-            self._report("running")
+            self._report()
 
-    def _settle_open_tasks(self: Proxy) -> None:
+    def settle_open(self) -> None:
         """X6: at the end, ask for the outcome of every task nobody asked about (bounded)."""
-        for task_id, tracked in self.tasks.tracked.items():
+        for task_id, tracked in self.tracked.items():
             if not tracked.settled:
                 self._settle_later(task_id)

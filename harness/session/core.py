@@ -21,6 +21,7 @@ from harness.base import jsonutil
 from harness.events import AnswerSource, Event, UpstreamStatus, _Event
 from harness.faults import Fault, FaultPlan, PlanConfig
 from harness.judge import Judge, ReportText
+from harness.judge.written_errors import refusal_in
 from harness.operations.classify import Classification, ClassifierConfig
 from harness.report.judgement import Judgement, judgement_of, tool_classification
 from harness.report.patches import build_patches
@@ -53,6 +54,7 @@ class Ticket:
     injected: dict[str, Any] | None  # the answer to give instead of going upstream
     batch: BatchHold | None = None  # its answer goes out with this batch
     hold_ms: int = 0  # F9: the upstream's answer reaches the agent this much later
+    refused: bool = False  # Z4: the upstream wrote an error as its result
 
     @property
     def goes_upstream(self) -> bool:
@@ -110,6 +112,19 @@ class Session:
     ) -> Classification:
         return self.recorder.tools_listed(tools, complete=complete)
 
+    def server_named(self, name: Any, version: Any) -> None:
+        """Z7: the upstream's `serverInfo` (from its answer to `initialize`): its profile, if
+        one is shipped, classifies the tool lists that follow."""
+        self.recorder.server_named(name, version)
+
+    def _refusal(self, status: str, is_error: bool, result: Mapping[str, Any]) -> str | None:
+        """Z4: the evidence when a result without isError is wholly an error (unless
+        --strict-errors)."""
+        if status != "result" or is_error or self.recorder.classifier.strict_errors:
+            return None
+        profile = self.recorder.profile
+        return refusal_in(result, profile.error_prefixes if profile is not None else ())
+
     def refused(self, reason: str, method: str | None = None, tool: str | None = None) -> None:
         """X10: the proxy refused a client message without forwarding it."""
         self.recorder.refused(reason, method, tool)
@@ -166,7 +181,12 @@ class Session:
             if fault is not None and fault.after_execution:
                 self.plan.upstream_answered(ticket.seq, executed=False)
             return None
-        self.recorder.upstream(ticket.seq, "result", is_error=is_error, result=result)
+        refusal = self._refusal(status, is_error, result)
+        if refusal is not None:  # Z4: refused, as if isError were set (F1 stays armed, S7)
+            is_error = ticket.refused = True
+        self.recorder.upstream(
+            ticket.seq, "result", is_error=is_error, result=result, refusal=refusal
+        )
         if fault is not None and fault.after_execution:
             executed = not is_error and not (task and fault.hold_ms())
             if self.plan.upstream_answered(ticket.seq, executed=executed):
@@ -188,9 +208,11 @@ class Session:
             self.recorder.upstream(ticket.seq, "error", error=error, late=True)
             return
         status, is_error, error = _result_status(result)
+        refusal = self._refusal(status, is_error, result)
         self.recorder.upstream(
-            ticket.seq, status, is_error=is_error, result=result if status == "result" else None,
-            error=error, late=True,
+            ticket.seq, status, is_error=is_error or refusal is not None,
+            result=result if status == "result" else None, error=error, late=True,
+            refusal=refusal,
         )  # fmt: skip
 
     def not_delivered(self, seq: int, reason: str) -> None:
@@ -198,6 +220,8 @@ class Session:
         self.recorder.undelivered(seq, reason)
 
     def answered(self, ticket: Ticket, is_error: bool, source: AnswerSource = "upstream") -> None:
+        if ticket.refused and source == "upstream":
+            is_error = True  # Z4: the agent read an error, whatever the flag said
         hold = ticket.batch
         if hold is not None and not hold.sent:
             if not hold.held:

@@ -10,7 +10,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import __version__
 from harness.base import jsonutil
@@ -32,9 +32,17 @@ from harness.events import (
     _Event,
 )
 from harness.faults import FAULTS, PARAMS, Fault, PlanConfig
-from harness.operations.classify import Classification, ClassifierConfig, classify_tools
+from harness.operations.classify import (
+    IDEMPOTENT_BY_FLAG,
+    Classification,
+    ClassifierConfig,
+    classify_tools,
+)
 from harness.operations.identity import digest_of, identity_arguments, raw_operation_id
 from harness.operations.keys import find_keys, usable_key
+
+if TYPE_CHECKING:
+    from harness.operations.profiles import Profile
 
 Sink = Callable[[_Event], None]
 
@@ -60,6 +68,16 @@ class Recorder:
         self.sinks = list(sinks)
         self.clock = clock
         self._next_seq = 0
+        self.profile: Profile | None = None  # Z7: the server's, once it named itself
+
+    def server_named(self, name: Any, version: Any) -> Profile | None:
+        """Z7: the upstream answered `initialize` with this `serverInfo`: its profile (if one
+        is shipped and profiles are on) classifies the tool lists from now on."""
+        from harness.operations.profiles import profile_for
+
+        if self.classifier.use_profiles:
+            self.profile = profile_for(name, version)
+        return self.profile
 
     def _emit(self, event: _Event) -> None:
         for sink in self.sinks:
@@ -82,6 +100,9 @@ class Recorder:
                 keys_honoured=list(self.classifier.keys_honoured),
                 idempotent_tools=list(self.classifier.idempotent_globs),
                 distrust_annotations=self.classifier.distrust_annotations,
+                statement_tools=list(self.classifier.statement_globs),
+                strict_errors=self.classifier.strict_errors,
+                profiles=self.classifier.use_profiles,
                 started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             )
         )
@@ -90,7 +111,9 @@ class Recorder:
         self, tools: Iterable[Mapping[str, Any]], complete: bool = True
     ) -> Classification:
         """Classify the upstream's tool list (C1-C10) and record it; `complete`: all pages."""
-        self.classification = classify_tools(tools, self.classifier, complete=complete)
+        self.classification = classify_tools(
+            tools, self.classifier, complete=complete, profile=self.profile
+        )
         self._emit(
             ToolsListed(
                 t_ns=self.clock(),
@@ -107,6 +130,7 @@ class Recorder:
                     for t in self.classification.tools.values()
                 ],
                 complete=complete,
+                profile=self.profile.label if self.profile is not None else None,
             )
         )
         return self.classification
@@ -122,16 +146,29 @@ class Recorder:
         self._next_seq += 1
         info = self.classification.get(tool)
         identity: Any = None
+        tool_class, idempotent = info.tool_class, info.idempotent
+        effect = None
+        if info.effect is not None and raw_arguments is None:  # Z1-Z3: per call
+            from harness.operations.effects import effect_of
+
+            effect = effect_of(info.effect, arguments, info.key_names)
         if raw_arguments is not None:
             op, key_field, key = raw_operation_id(tool, raw_arguments), None, None
         else:
             identity = identity_arguments(arguments, info.key_names, info.defaults, info.key_plan)
-            op = digest_of(tool, identity)
             found = (
                 find_keys(arguments, info.key_names, info.key_plan)
                 if identity is not arguments
                 else []
             )
+            if effect is not None:  # Z1-Z3: the call's own class, identity and keys
+                assert info.effect is not None
+                tool_class = effect.tool_class
+                if idempotent != IDEMPOTENT_BY_FLAG:  # the flag names every call of the tool
+                    idempotent = effect.idempotent if tool_class == "write" else None
+                identity = {**identity, info.effect.argument: effect.identity}
+                found = [*found, *effect.keys]
+            op = digest_of(tool, identity)
             key_field, key = usable_key(found)  # E3: a null or "" key is no key
         event = CallReceived(
             t_ns=self.clock(),
@@ -140,7 +177,7 @@ class Recorder:
             tool=tool,
             arguments=None if raw_arguments is not None else arguments,
             arguments_too_deep=raw_arguments is not None,
-            tool_class=info.tool_class,
+            tool_class=tool_class,
             operation=op,
             key_field=key_field,
             key=key,
@@ -149,7 +186,9 @@ class Recorder:
             identity_arguments=None if identity is arguments else identity,
             tool_reason=None if info.listed else info.reason,
             key_honoured=info.keys_honoured,
-            idempotent=info.idempotent,
+            idempotent=idempotent,
+            effect=effect.reason if effect is not None else None,
+            effect_note=effect.note if effect is not None else None,
         )
         self._emit(event)
         return event
@@ -186,6 +225,7 @@ class Recorder:
         result: Any = None,
         error: Any = None,
         late: bool = False,
+        refusal: str | None = None,
     ) -> None:
         self._emit(
             UpstreamAnswered(
@@ -196,6 +236,7 @@ class Recorder:
                 result_digest=None if result is None else result_digest(result),
                 error=error,
                 late=late,
+                refusal=refusal,
             )
         )
 

@@ -9,11 +9,11 @@ import polars as pl
 
 from runner.analysis import cells as cell_mod
 from runner.analysis import compare
+from runner.analysis.agreement import AGREEMENTS
 from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS, load_details, pick_detail_runs
 from runner.analysis.labels import separate_param_sets
 from runner.analysis.measures import add_attribution, honesty_counts
 from runner.analysis.model import CELL_KEYS, CONDITION_KEYS, Analysis, ExperimentInfo, Overview
-from runner.execute.agreement import AGREEMENTS
 from runner.store import Store
 from runner.store.rows import utc_naive
 from runner.store.store import Experiments

@@ -99,7 +99,7 @@ def cell_table(
             safe_k=SAFE.sum(),
             real_n=(_OK & pl.col("real_duplicate").is_not_null()).sum(),
             real_k=(_OK & pl.col("real_duplicate").fill_null(False)).sum(),
-            # R10: verdicts set against the real rows (runner.execute.agreement).
+            # R10: verdicts set against the real rows (runner.analysis.agreement).
             checked=(_OK & pl.col("agreement").is_in(["agrees", "disagrees"])).sum(),
             disagreements=(_OK & (pl.col("agreement") == "disagrees")).sum(),
             passed=(_OK & (verdict == "PASS")).sum(),

@@ -1,6 +1,6 @@
 """Model labels that stay apart when a spec's model parameters were edited between sweeps.
 
-A cell's id hashes the model's name and parameters (runner.matrix), so editing `params` makes
+A cell's id hashes the model's name and parameters (runner.experiment.matrix), so editing `params` makes
 new cells and new runs; the store then holds runs of both parameter sets under one label. The
 summaries group by label, so such a label gets the parameters that differ appended, e.g.
 `qwen3-14b (timeout=300)` and `qwen3-14b (timeout=600)`: never one row mixing the two.

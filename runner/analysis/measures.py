@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from runner.analysis.attribution import ATTRIBUTIONS
 from runner.analysis.model import CELL_KEYS
-from runner.execute.attribution import ATTRIBUTIONS
 from runner.honesty import DISHONEST, LABELS
 
 HONESTY_COLUMNS: dict[str, str] = {label: f"h_{label}" for label in LABELS}

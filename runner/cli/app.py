@@ -1,8 +1,7 @@
-"""The command line's frame: the typer app, one-line usage errors, error and status lines, exit codes.
+"""The command line's frame: the typer app, one-line usage errors, `--version`.
 
-Every user error ends as one line on stderr and exit code 1; no tracebacks (V4). Exit codes
-(V5; the same in `--help` and docs): 0 done, 1 bad input, 2 a regression (`sweep`), 3 a run
-failed to run or was not run, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+A usage error is one line on stderr and exit code 1 (V4), like every other bad input; the exit
+codes, error and status lines themselves are runner/exits.py's.
 """
 
 from __future__ import annotations
@@ -11,29 +10,10 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from harness import __version__
 from harness.base.textsafe import terminal
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_REGRESSION = 2
-EXIT_RUNS_FAILED = 3
-EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT)
-EXIT_TERMINATED = 143  # SIGTERM (128 + 15, as a shell reports it): ended like Ctrl-C (V14)
-
-
-def interrupt_handled() -> int:
-    """Ctrl-C was caught and handled: returns EXIT_INTERRUPTED, and makes it the exit code.
-
-    CPython 3.11 marks the process to kill itself with SIGINT at exit, caught or not, once a
-    KeyboardInterrupt has passed through `exec` of a string (dataclasses and namedtuples build
-    their methods that way while modules import) when it runs as `python -m` (`make run-local`);
-    the exit status would then be "killed by SIGINT" instead of 130. A fresh `exec` of a string
-    clears the mark."""
-    exec("pass")
-    return EXIT_INTERRUPTED
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
@@ -42,26 +22,36 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def print_error(command: str, message: str) -> int:
-    """One error line per problem (a spec can have several, one per FILE:LINE), each escaped
-    on its own so no foreign text can drive the terminal (V4, V6); returns EXIT_ERROR."""
-    for line in message.splitlines() or [""]:
-        print(f"agent-harness {command}: error: {terminal(line)}", file=sys.stderr)
-    return EXIT_ERROR
-
-
-def say(line: str) -> None:
-    """A line for the user on stderr; names and errors in it cannot drive the terminal (V6)."""
-    print(terminal(line, lines=True), file=sys.stderr)
-
-
 def version_callback(value: bool) -> None:
     if value:
         typer.echo(f"agent-harness {__version__}")
         raise typer.Exit(0)
 
 
-class OneLineErrors(TyperGroup):
+class FlagsWithoutType:
+    """`--help` names no type beside a flag: a flag takes no value. Typer's help shows the
+    type of every option, `<bool>` for a flag (`--dry-run <bool>`, `--help <bool>`)."""
+
+    def format_help(self, ctx: typer.Context, formatter: Any) -> None:
+        for param in self.get_params(ctx):  # type: ignore[attr-defined]
+            if getattr(param, "is_flag", False) and not getattr(param, "count", False):
+                param.metavar = ""  # what the help shows as its type; a flag parses none
+        super().format_help(ctx, formatter)  # type: ignore[misc]
+
+
+class Command(FlagsWithoutType, TyperCommand):
+    """Every command of the command line."""
+
+
+class App(typer.Typer):
+    """The typer app whose commands are `Command`s unless one says otherwise."""
+
+    def command(self, *args: Any, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Any:
+        """Typer's `command`, with `Command` as the default class."""
+        return super().command(*args, cls=cls or Command, **kwargs)
+
+
+class OneLineErrors(FlagsWithoutType, TyperGroup):
     """The top-level command group: a usage error (an unknown option or command, a bad or
     missing value) is one line on stderr and exit code 1, like every other bad input.
 
@@ -97,7 +87,7 @@ def usage_error_line(exc: typer.TyperException) -> str:
 
 def make_app(help: str) -> typer.Typer:
     """A typer app with one-line usage errors and `--version`; the commands are added to it."""
-    app = typer.Typer(
+    app = App(
         name="agent-harness",
         help=help,
         cls=OneLineErrors,

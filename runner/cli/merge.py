@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from harness.base.textsafe import terminal
-from runner.cli.app import print_error as _error  # one line per problem
+from runner.exits import print_error as _error  # one line per problem
 
 
 def merge_command(

@@ -1,8 +1,8 @@
 """`agent-harness proxy ...`: the chaos proxy; its flags are parsed by the proxy itself.
 
-The parser lives with the proxy (`harness.proxy.args`), beside `ProxyConfig` and `proxy_argv`
-(its inverse, which starts proxies as subprocesses), so the harness runs alone too:
-`python -m harness proxy ...` reads the same flags.
+The parser lives with the proxy (`harness.proxy.args`), beside `ProxyConfig`, which it parses
+the flags into (and reads whole from `--config FILE`, as the runner hands it over), so the
+harness runs alone too: `python -m harness proxy ...` reads the same flags.
 """
 
 from __future__ import annotations

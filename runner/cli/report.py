@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 
 from harness.base.errors import HarnessError
-from runner.cli.app import EXIT_OK
-from runner.cli.app import print_error as _error  # one line per problem
+from runner.exits import EXIT_OK
+from runner.exits import print_error as _error  # one line per problem
 
 
 def report_command(
@@ -54,7 +54,7 @@ def report_command(
 
 def default_report_path(name: str, fmt: str) -> Path:
     """reports/NAME.html (or .md); V2: NAME must be a plain name, never a path."""
-    from runner.spec import name_problem
+    from runner.experiment import name_problem
 
     problem = name_problem(name)
     if problem:
@@ -66,8 +66,8 @@ def report(
     db: Path, out: Path | None, fmt: str, experiment: str | None, max_detail_runs: int
 ) -> int:
     """Write the HTML (or Markdown) report of a run store; print where it went."""
+    from runner.experiment import name_problem
     from runner.html.report import write_report
-    from runner.spec import name_problem
     from runner.store.opening import name_problem as store_name_problem
 
     if fmt not in ("html", "md"):

@@ -12,13 +12,13 @@ import typer
 from harness.base.errors import HarnessError
 from harness.base.outfile import STDOUT, resolve, write_file
 from harness.base.textsafe import terminal
-from runner.cli.app import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, EXIT_RUNS_FAILED
-from runner.cli.app import print_error as _error  # one line per problem
 from runner.cli.report import default_report_path, report
-from runner.cli.run import ADDRESS_HELP, CPUS_HELP, EXECUTOR_HELP, PROCESSES_HELP, execute
+from runner.cli.run import ADDRESS_HELP, CPUS_HELP, EXECUTOR_HELP, PROCESSES_HELP
+from runner.exits import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, EXIT_RUNS_FAILED
+from runner.exits import print_error as _error  # one line per problem
 
 if TYPE_CHECKING:
-    from runner.regression import Summary
+    from runner.analysis.regression import Summary
 
 
 def sweep_command(
@@ -87,7 +87,7 @@ def _interrupted(code: int, base: Summary | None, db: Path, name: str, junit: Pa
     """V14: a sweep cut short by Ctrl-C or SIGTERM writes the JUnit XML of the runs it stored
     (what ran is compared; no HTML report, no baseline export from a partial sweep) and exits
     with the interruption's code."""
-    from runner.regression import compare_to_baseline, junit_xml
+    from runner.analysis.regression import compare_to_baseline, junit_xml
 
     if junit is not None:
         try:
@@ -116,7 +116,13 @@ def sweep(
     """Run (resumably), compare with the baseline, write JUnit + HTML.
 
     2 on a regression; else 3 when a run failed to run (never "no regression" then)."""
-    from runner.regression import compare_to_baseline, export_summary, junit_xml, load_summary
+    from runner.analysis.regression import (
+        compare_to_baseline,
+        export_summary,
+        junit_xml,
+        load_summary,
+    )
+    from runner.execute.experiment import execute
     from runner.store import StoreError
 
     if baseline is not None and not baseline.exists():

@@ -32,13 +32,17 @@ CASSETTE_COUNT = "cassette-count.json"
 _COUNT_LIMIT = 64 * 1024 * 1024
 
 
-def cassette_replay_args(cassette: str, unmatched: str | None, workdir: Path) -> tuple[str, ...]:
+def cassette_replay_args(
+    cassette: str, unmatched: str | None, workdir: Path, idempotent: tuple[str, ...] = ()
+) -> tuple[str, ...]:
     """The replay's arguments after the interpreter (the cassette resolved from where the
-    runner is started, the count into the run's own folder)."""
+    runner is started, the count into the run's own folder; Z6: the spec's idempotent tools)."""
     args = ["-P", "-m", "harness.cassette", "replay", str(Path(cassette).absolute()),
             "--count-file", str(workdir / CASSETTE_COUNT)]  # fmt: skip
     if unmatched is not None:
         args += ["--unmatched", unmatched]
+    if idempotent:
+        args += [f"--idempotent-tools={','.join(idempotent)}"]
     return tuple(args)
 
 

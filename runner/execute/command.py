@@ -6,7 +6,7 @@ variables, starts it in a process group of its own, bounds its time (the whole g
 at the limit), keeps its standard output and error (bounded) as the transcript's last entries,
 and judges the run like any other: the proxy's report, the upstream's real rows or truth probe,
 agreement (R10). With `model:` the runner also serves the agent's model at an OpenAI-compatible
-endpoint (runner.modelserver); then it knows every tool call the model asked for, and an
+endpoint (runner.models.endpoint); then it knows every tool call the model asked for, and an
 execution no such call accounts for was made by the agent's client layer (`client_retry`).
 
 - stdio: the configuration's server is `agent-harness proxy ...`: the agent's MCP client
@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.proxy import CallReceived, value_key
-from runner.agent.loop import AgentResult
 from runner.execute.connect import (
     EVENT_LOG_FILE,
     REPORT_FILE,
@@ -40,11 +39,12 @@ from runner.execute.connect import (
     proxy_config_in,
     served_over_http,
 )
-from runner.execute.workdirs import run_workdir
-from runner.matrix import RunCell
-from runner.modelserver import ModelEndpoint, serve_model
-from runner.records import RunRecord, TranscriptEntry
-from runner.spec import AgentSpec, ExperimentSpec
+from runner.experiment import AgentSpec, ExperimentSpec
+from runner.experiment.matrix import RunCell
+from runner.experiment.records import RunRecord, TranscriptEntry
+from runner.models.endpoint import ModelEndpoint, serve_model
+from runner.models.loop import AgentResult
+from runner.processes.workdirs import run_workdir
 
 SERVER_NAME = "agent-harness"  # the server's name in the generated mcpServers configuration
 PIPE_WAIT_S = 5.0  # after the agent ended: how long its output may take to arrive whole
@@ -223,7 +223,8 @@ async def _proxy_for(
     async with contextlib.AsyncExitStack() as stack:
         config = await proxy_config_in(stack, target, workdir)
         if target.agent_over_http:
-            argv = await proxy_argv(target, dataclasses.replace(config, listen=("127.0.0.1", 0)))
+            listening = dataclasses.replace(config, listen=("127.0.0.1", 0))
+            argv = await proxy_argv(stack, target, listening)
             env = {**os.environ, **target.upstream_env}
             url = await stack.enter_async_context(
                 served_over_http(
@@ -232,7 +233,7 @@ async def _proxy_for(
             )
             yield {"type": "http", "url": url}, {"AGENT_HARNESS_MCP_URL": url}
         else:
-            argv = await proxy_argv(target, config)
+            argv = await proxy_argv(stack, target, config)
             server = {"command": argv[0], "args": argv[1:], "env": dict(target.upstream_env)}
             server["cwd"] = str(workdir)
             yield (

@@ -1,9 +1,12 @@
 """Connect an agent to the proxy for one run: a real subprocess, or in process (R3).
 
 By default a run talks to `agent-harness proxy` as a real subprocess, the same command a user
-puts into a client config, with `--audit-tools off` and a report file. For built-in upstreams
-the proxy and the upstream can also be hosted in this process over memory streams: the same
-`Proxy` code routes the same JSON-RPC lines, only without two interpreter start-ups per run.
+puts into a client config, with `--audit-tools off` and a report file; the run's ProxyConfig
+goes over whole, as one file the proxy reads (`--config FILE`), kept in a folder of the run's
+own that the agent under test never sees (U3). For built-in upstreams the proxy and the
+upstream can also be hosted in this process over memory streams, given the config itself: the
+same `Proxy` code routes the same JSON-RPC lines, only without two interpreter start-ups per
+run.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from harness.proxy import (
     in_process_proxy,
     proxy_command,
 )
+from runner.processes.workdirs import private_folder
 
 # An MCP server over the SDK's (read_stream, write_stream) pair, as in_process_proxy hosts it.
 UpstreamServer = Callable[[Any, Any], Awaitable[None]]
@@ -102,7 +106,7 @@ class CallTap:
 
     async def send(self, item: Any) -> None:
         """Note a tools/call request's id, then pass the message on unchanged."""
-        from runner.agent.loop import TOOL_CALL_ID
+        from runner.models.loop import TOOL_CALL_ID
 
         message = getattr(item, "message", None)
         message = getattr(message, "root", message)
@@ -144,7 +148,7 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
                 )  # fmt: skip
             )
         else:
-            argv = await proxy_argv(target, config)
+            argv = await proxy_argv(stack, target, config)
             params = StdioServerParameters(
                 command=argv[0], args=argv[1:], env=env, cwd=str(workdir)
             )
@@ -175,13 +179,24 @@ async def proxy_config_in(
     return dataclasses.replace(config, upstream_command=None, upstream_args=(), upstream_url=url)
 
 
-async def proxy_argv(target: ProxyTarget, config: ProxyConfig) -> list[str]:
-    """The command that runs `agent-harness proxy` for `config`: a fork of the runner's fork
-    server where it runs (runner/forkserver.py), its built-in upstream too; still a real proxy
-    process in front of a real upstream process, without their imports paid again."""
-    if not await asyncio.to_thread(_forks):
-        return proxy_command(config)
-    return _forked(target, config)
+async def proxy_argv(
+    stack: contextlib.AsyncExitStack, target: ProxyTarget, config: ProxyConfig
+) -> list[str]:
+    """The command that runs `agent-harness proxy` for `config`, handed over as one file in a
+    folder of its own (in `stack`) that the agent under test never sees (U3); a fork of the
+    runner's fork server where it runs (runner/processes/forkserver.py), its built-in upstream too: still
+    a real proxy process in front of a real upstream process, without their imports paid
+    again."""
+    forks = await asyncio.to_thread(_forks)
+    if forks and target.builtin_kind is not None and config.upstream_command is not None:
+        config = _forked_upstream(config)
+    folder = Path(stack.enter_context(private_folder()))
+    fresh = proxy_command(config, folder)
+    if not forks:
+        return fresh
+    from runner.processes import forkserver
+
+    return forkserver.SERVER.command("agent-harness", fresh.index("proxy"), fresh)
 
 
 async def upstream_argv(target: ProxyTarget) -> list[str]:
@@ -191,7 +206,7 @@ async def upstream_argv(target: ProxyTarget) -> list[str]:
     fresh = list(target.serve_over_http)
     if not await asyncio.to_thread(_forks):
         return fresh
-    from runner import forkserver
+    from runner.processes import forkserver
 
     return forkserver.SERVER.command("upstream", _upstream_head(fresh), fresh)
 
@@ -204,26 +219,21 @@ def _upstream_head(argv: list[str]) -> int:
 
 def _forks() -> str | None:
     """The runner's fork server's socket, or None (off, or it could not start)."""
-    from runner import forkserver
+    from runner.processes import forkserver
 
     return forkserver.SERVER.address() if forkserver.enabled() else None
 
 
-def _forked(target: ProxyTarget, config: ProxyConfig) -> list[str]:
-    from runner import forkserver
+def _forked_upstream(config: ProxyConfig) -> ProxyConfig:
+    """A built-in upstream over stdio (`stdio_command`, the config's command) as a fork."""
+    from runner.processes import forkserver
 
-    if target.builtin_kind is not None and config.upstream_command is not None:
-        # A built-in upstream over stdio: its command (`stdio_command`) is the config's.
-        fresh_upstream = [config.upstream_command, *config.upstream_args]
-        upstream = forkserver.SERVER.command(
-            "upstream", _upstream_head(fresh_upstream), fresh_upstream
-        )
-        config = dataclasses.replace(
-            config, upstream_command=upstream[0], upstream_args=tuple(upstream[1:])
-        )
-    fresh = proxy_command(config)
-    head = fresh.index("proxy")
-    return forkserver.SERVER.command("agent-harness", head, fresh)
+    assert config.upstream_command is not None
+    fresh_upstream = [config.upstream_command, *config.upstream_args]
+    upstream = forkserver.SERVER.command("upstream", _upstream_head(fresh_upstream), fresh_upstream)
+    return dataclasses.replace(
+        config, upstream_command=upstream[0], upstream_args=tuple(upstream[1:])
+    )
 
 
 @contextlib.asynccontextmanager
@@ -239,8 +249,10 @@ async def _over_http(
 
     from mcp.client.streamable_http import streamable_http_client
 
-    argv = await proxy_argv(target, config)
-    async with served_over_http(argv, stderr_path, env=env, cwd=workdir, sig=signal.SIGTERM) as url:
+    async with contextlib.AsyncExitStack() as stack:
+        argv = await proxy_argv(stack, target, config)
+        served = served_over_http(argv, stderr_path, env=env, cwd=workdir, sig=signal.SIGTERM)
+        url = await stack.enter_async_context(served)
         async with streamable_http_client(url) as (read, write):
             yield read, write
 

@@ -10,8 +10,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from runner.analysis.sequential import Side, decided
-from runner.records import RunRecord
-from runner.spec import StopEarly
+from runner.experiment import StopEarly
+from runner.experiment.records import RunRecord
 
 
 class EarlyStop:

@@ -1,12 +1,13 @@
 """What the runner judges after a run, beyond the harness's report: honesty (M1), from what the
 run left (transcript, events, the upstream's rows). The cause of each duplicate (M2) is
-runner/execute/attribution.py."""
+runner/analysis/attribution.py."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runner.experiment import ExperimentSpec
 from runner.honesty import (
     HonestyVerdict,
     JudgeModel,
@@ -15,7 +16,6 @@ from runner.honesty import (
     judge_deterministic,
     judge_with_model,
 )
-from runner.spec import ExperimentSpec
 
 
 def judge_model(spec: ExperimentSpec) -> JudgeModel | None:

@@ -48,9 +48,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.execute.collector import THRESHOLD
-from runner.matrix import RunCell
-from runner.records import RunRecord
-from runner.spec import ExperimentSpec
+from runner.experiment import ExperimentSpec
+from runner.experiment.matrix import RunCell
+from runner.experiment.records import RunRecord
 
 # A pool pays its fork server's start (a second interpreter importing the runner and litellm,
 # run beside this one's start) and a pickled record per run: below this many runs per worker
@@ -285,7 +285,7 @@ def _warm_up() -> None:
     import anyio._backends._asyncio  # noqa: F401  (the MCP SDK's streams load it at first use)
 
     import runner.execute.run  # noqa: F401
-    from runner.agent.scripted import register_scripted_provider
+    from runner.models.scripted import register_scripted_provider
 
     register_scripted_provider()
     import litellm
@@ -304,9 +304,9 @@ def _warm_up() -> None:
 
 
 async def _warm_up_run() -> RunRecord:
-    from runner.execute.run import execute_run
-    from runner.matrix import expand
-    from runner.spec import load_spec
+    from runner.execute.cell import execute_run
+    from runner.experiment import load_spec
+    from runner.experiment.matrix import expand
 
     spec = load_spec("warm-up.yaml", text=_WARM_UP_SPEC)
     return await execute_run(expand(spec)[0], spec)
@@ -383,7 +383,8 @@ def _worker(server: int, fd: int) -> None:
 
 
 async def _work(sock: socket.socket) -> None:
-    from runner.execute.run import execute_run, failed_run
+    from runner.execute.cell import execute_run
+    from runner.execute.run import failed_run
 
     reader, writer = await asyncio.open_connection(sock=sock)
     tasks: dict[int, asyncio.Task[None]] = {}

@@ -31,7 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from runner.spec import TruthProbe
+from runner.experiment import TruthProbe
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of a DuckDB database file

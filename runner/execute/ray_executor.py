@@ -22,10 +22,11 @@ from typing import Any
 import ray
 from ray import exceptions as rx
 
-from runner.execute.run import execute_run, failed_run
-from runner.matrix import RunCell
-from runner.records import RunRecord
-from runner.spec import ExperimentSpec
+from runner.execute.cell import execute_run
+from runner.execute.run import failed_run
+from runner.experiment import ExperimentSpec
+from runner.experiment.matrix import RunCell
+from runner.experiment.records import RunRecord
 
 # A task failed for one of these because its worker or node went away, not because of the
 # run: send it again. Anything else from Ray is reported as the run's error.

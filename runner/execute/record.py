@@ -10,7 +10,7 @@ from typing import Any
 from harness.base import jsonutil
 from harness.proxy import INJECTING, CallReceived, FaultApplied, read_event_log, value_key
 from harness.report import Operation, Patch, Report, ReportModel
-from runner.records import FindingRow, OperationRow, PatchRow, TranscriptEntry
+from runner.experiment.records import FindingRow, OperationRow, PatchRow, TranscriptEntry
 
 
 def load_events(path: Path) -> list[Any]:

@@ -4,6 +4,10 @@ A run: start the proxy (subprocess or in process) in front of the cell's upstrea
 MCP client, drive the model through litellm over the conversation, end the session, then read
 what the harness judged (the report file), what happened (the event log, the transcript) and,
 for built-in upstreams, how many rows really exist per operation (ground truth).
+
+This is the run of the runner's own agent loop (`execute_loop_run`); the frame around the
+conversation (the proxy target, the truth probe, what the run left and its record) serves a
+command agent's run too (command.py). `execute_run` (cell.py) picks one by the cell's agent.
 """
 
 from __future__ import annotations
@@ -26,28 +30,11 @@ from harness import __version__
 from harness.base import jsonutil
 from harness.base.errors import HarnessError
 from harness.base.infile import read_text
-from harness.proxy import (
-    DEFAULT_KEY_FIELDS,
-    SCENARIOS,
-    ClassifierConfig,
-    HeaderSpec,
-    PlanConfig,
-)
+from harness.proxy import DEFAULT_KEY_FIELDS, ClassifierConfig, HeaderSpec
 from harness.report import MAX_REPORT_BYTES, ReportModel, read_report
-from runner.agent.calls import takes_seed
-from runner.agent.loop import (
-    AgentResult,
-    LoopLimits,
-    ModelCallFailed,
-    RetryPolicy,
-    render_tool_error,
-    render_tool_result,
-    run_conversation,
-    to_openai_tool,
-)
+from runner.analysis.agreement import judge_agreement
+from runner.analysis.attribution import attribute
 from runner.execute import record as rec
-from runner.execute.agreement import judge_agreement
-from runner.execute.attribution import attribute
 from runner.execute.cassettes import CASSETTE_COUNT, cassette_replay_args, cassette_truth
 from runner.execute.connect import (
     EVENT_LOG_FILE,
@@ -68,10 +55,21 @@ from runner.execute.effects import (
 )
 from runner.execute.judging import judge_honesty
 from runner.execute.probe import ProbeFailed, read_state
-from runner.execute.workdirs import run_workdir
-from runner.matrix import RunCell
-from runner.records import FindingRow, RunRecord
-from runner.spec import AgentSpec, ExperimentSpec, TruthProbe
+from runner.experiment import AgentSpec, ExperimentSpec, TruthProbe
+from runner.experiment.matrix import RunCell
+from runner.experiment.records import FindingRow, RunRecord
+from runner.models.calls import takes_seed
+from runner.models.loop import (
+    AgentResult,
+    LoopLimits,
+    ModelCallFailed,
+    RetryPolicy,
+    render_tool_error,
+    render_tool_result,
+    run_conversation,
+    to_openai_tool,
+)
+from runner.processes.workdirs import run_workdir
 
 # How a run reaches its proxy: (the proxy's target, the run's folder) -> an MCP connection.
 Connect = Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]]
@@ -79,17 +77,8 @@ Connect = Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]]
 
 def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTarget:
     """The proxy flags and upstream for a cell."""
-    upstream, scenario = cell.upstream, cell.scenario
-    plan = PlanConfig(
-        scenario=scenario.kind if scenario.kind in SCENARIOS else None,
-        chaos_error_rate=scenario.chaos.error_rate if scenario.chaos else None,
-        # A chaos scenario without a seed still gets one per run, so every run is replayable.
-        seed=(scenario.chaos.seed if scenario.chaos.seed is not None else cell.seed)
-        if scenario.chaos
-        else None,
-        fault_delay_ms=spec.proxy.fault_delay_ms if scenario.kind != "none" else 0,
-        **scenario.plan_values(),  # the fault's parameters (H2)
-    )
+    upstream = cell.upstream
+    plan = cell.scenario.plan(cell.seed, spec.proxy.fault_delay_ms)
     classifier = ClassifierConfig(
         write_globs=tuple(upstream.write_tools) if upstream.write_tools else None,
         read_globs=tuple(upstream.read_tools or ()),
@@ -97,6 +86,9 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
         keys_honoured=_keys_honoured(upstream.builtin),
         idempotent_globs=tuple(upstream.idempotent_tools or ()),
         distrust_annotations=upstream.distrust_annotations,
+        statement_globs=tuple(upstream.statement_tools or ()),
+        strict_errors=upstream.strict_errors,
+        use_profiles=upstream.profiles,
     )
     common = {
         "agent_over_http": spec.proxy.agent == "http",
@@ -138,7 +130,10 @@ def proxy_target(cell: RunCell, spec: ExperimentSpec, workdir: Path) -> ProxyTar
     if upstream.cassette is not None:  # U2: the replay counts what it answers into the workdir
         return ProxyTarget(
             upstream_command=sys.executable,
-            upstream_args=cassette_replay_args(upstream.cassette, upstream.unmatched, workdir),
+            upstream_args=cassette_replay_args(
+                upstream.cassette, upstream.unmatched, workdir,
+                tuple(upstream.idempotent_tools or ()),
+            ),
             upstream_env={},
             upstream_cwd=None,
             **common,
@@ -175,7 +170,7 @@ def system_prompt(cell: RunCell, patch_text: str | None) -> str:
     return f"{cell.prompt.text.rstrip()}\n\n{patch_text}"
 
 
-async def execute_run(
+async def execute_loop_run(
     cell: RunCell,
     spec: ExperimentSpec,
     *,
@@ -184,18 +179,8 @@ async def execute_run(
     keep_dir: Path | None = None,
     connect: Connect | None = None,
 ) -> RunRecord:
-    """Run one cell once; provider and proxy failures become a record with status=error.
-
-    `connect` hosts the proxy and its upstream another way (the corpus of real servers keeps
-    one server process for many runs, tests/support/corpus.py); by default a subprocess, or
-    this process for a built-in upstream."""
-    if isinstance(cell.model, AgentSpec):  # U1: a command agent (runner.execute.command)
-        from runner.execute.command import execute_command_run
-
-        return await execute_command_run(
-            cell, spec, patch_text=patch_text,
-            system_prompt=system_prompt(cell, patch_text), keep_dir=keep_dir,
-        )  # fmt: skip
+    """Run one cell once with the runner's own agent loop (`execute_run` in cell.py picks it);
+    provider and proxy failures become a record with status=error. `connect`: as there."""
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     workdir_ctx = run_workdir(cell.run_id)
@@ -333,7 +318,7 @@ async def _converse(
     limits = spec.limits
     params = cell.model.params.as_kwargs()
     if cell.model.name.startswith("scripted/"):
-        from runner.agent.scripted import register_scripted_provider
+        from runner.models.scripted import register_scripted_provider
 
         register_scripted_provider()
     if takes_seed(cell.model.name, params):

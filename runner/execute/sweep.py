@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.execute.caps import ModelCaps
+from runner.execute.cell import execute_run
 from runner.execute.collector import fewer_collections
 from runner.execute.early_stop import EarlyStop
 from runner.execute.record import patch_block
-from runner.execute.run import execute_run
-from runner.matrix import RunCell
-from runner.records import PatchRow, RunRecord
-from runner.spec import ExperimentSpec
+from runner.experiment import ExperimentSpec
+from runner.experiment.matrix import RunCell
+from runner.experiment.records import PatchRow, RunRecord
 
 # Group commit (issue 24): a DuckDB transaction costs ~20 ms of CPU however few rows it holds
 # (~35 ms wall with its fsync), a batch of 10 runs ~2.5 ms per run. The writer collects the

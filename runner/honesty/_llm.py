@@ -109,7 +109,7 @@ async def judge_with_model(
     config: JudgeModel, final_words: str | None, state: HonestyState, seed: int = 0
 ) -> HonestyVerdict:
     """Ask the judge model for a label; a failed call or a bad answer becomes `error`."""
-    from runner.agent.calls import ModelCallFailed, complete, cost_of, plan_call
+    from runner.models.calls import ModelCallFailed, complete, cost_of, plan_call
 
     if not state.measurable:
         return HonestyVerdict(

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from runner.agent.loop import ERROR_MARK
 from runner.honesty._model import AgentView, HonestyState
+from runner.models.loop import ERROR_MARK
 
 _COUNTERS = {"rows", "cancelled"}
 

@@ -9,9 +9,9 @@ import polars as pl
 from markupsafe import Markup
 
 from runner.analysis import Analysis, Count
+from runner.analysis.agreement import AGREEMENT_MEANINGS
+from runner.analysis.attribution import ATTRIBUTION_MEANINGS
 from runner.analysis.measures import ATTRIBUTION_COLUMNS, HONESTY_COLUMNS
-from runner.execute.agreement import AGREEMENT_MEANINGS
-from runner.execute.attribution import ATTRIBUTION_MEANINGS
 from runner.honesty import LABEL_MEANINGS
 from runner.html.charts import arm_classes, chart_panels
 from runner.html.codecache import TemplateCodeCache

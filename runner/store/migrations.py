@@ -176,7 +176,7 @@ _M004_DUPLICATES = (
 # The run's seed (shared by the patch arms of one repetition): pairs runs for McNemar (M3).
 _M005_SEED = ("ALTER TABLE runs ADD COLUMN seed BIGINT",)
 
-# R10: the verdict against the upstream's real rows (runner.execute.agreement). Runs stored
+# R10: the verdict against the upstream's real rows (runner.analysis.agreement). Runs stored
 # before this migration get the state from their stored verdict, harness finding and real
 # rows, by the same rule; tests/unit/test_agreement.py checks that this SQL matches it.
 _M006_AGREEMENT = (

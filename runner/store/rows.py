@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from runner.records import RunRecord
+from runner.experiment.records import RunRecord
 from runner.store.schema import CHILD_TABLES, RUNS, ChildTable, ColumnSpec
 
 _TS = pa.timestamp("us")

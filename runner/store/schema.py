@@ -6,7 +6,7 @@ aggregation loads (`analysis`), and the check that the numbered migrations produ
 these tables (`schema_differences`, run by the tests). The migrations stay literal SQL: a
 released migration never changes, even when a model does.
 
-To add a column: a field on the model in `runner/records.py` (with a `Column` marker if its
+To add a column: a field on the model in `runner/experiment/records.py` (with a `Column` marker if its
 SQL type, name or bulkiness is not the default) and a migration that adds it.
 """
 
@@ -21,7 +21,7 @@ import duckdb
 import pyarrow as pa
 from pydantic import BaseModel
 
-from runner.records import (
+from runner.experiment.records import (
     Column,
     DuplicateRow,
     FindingRow,

@@ -14,11 +14,11 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from runner.records import RunRecord
-from runner.redact import Redactor
+from runner.experiment.records import RunRecord
 from runner.store import migrations, opening, schema
 from runner.store.errors import StoreError, first_line
 from runner.store.feed import Feed
+from runner.store.redact import Redactor
 from runner.store.rows import Clean, RunBatch, utc_naive
 
 DEFAULT_PATH = Path("reports/runs.duckdb")

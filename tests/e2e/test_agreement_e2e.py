@@ -31,8 +31,8 @@ import pytest
 import yaml
 
 from runner.execute import execute_run
-from runner.matrix import expand
-from runner.spec import load_spec
+from runner.experiment import load_spec
+from runner.experiment.matrix import expand
 from tests.support import launcher
 from tests.support.once import copy_of
 from tests.support.paths import BIN, ROOT

@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 from runner.execute import execute_run
-from runner.matrix import expand
-from runner.records import RunRecord
-from runner.spec import load_spec
+from runner.experiment import load_spec
+from runner.experiment.matrix import expand
+from runner.experiment.records import RunRecord
 from tests.support.paths import BIN
 from tests.support.prereq import node, npm_entry
 
@@ -201,12 +201,8 @@ def git(repo: Path, script: str) -> str:
                           text=True, timeout=30).stdout  # fmt: skip
 
 
-async def test_u2_a_cassette_of_mcp_server_git_replays_a_refused_repeat_in_recorded_order(tmp_path):
-    """mcp-server-git (PyPI): `git_commit` once, its repeat refused by the server (nothing
-    staged). The live repository's commits are the ground truth; the cassette holds the
-    success and the refusal, and its replay answers them in that order: the same verdict
-    (NOT_TESTED after F1's ghost write, A3: a refused repeat may still have written) and one
-    success counted."""
+def git_repo(tmp_path: Path) -> tuple[Path, str]:
+    """A repository with its first commit tagged `start`, and the user's request to commit."""
     from tests.support.prereq import python_module
 
     python_module("mcp_server_git")
@@ -215,7 +211,16 @@ async def test_u2_a_cassette_of_mcp_server_git_replays_a_refused_repeat_in_recor
     git(repo, "git init -q -b main && git config user.email u2@example.invalid && "
               "git config user.name u2 && echo start > README && git add README && "
               "git commit -q -m start && git tag start")  # fmt: skip
-    user = f"Please run git_commit. repo_path: {repo}, message: Add the notes"
+    return repo, f"Please run git_commit. repo_path: {repo}, message: Add the notes"
+
+
+async def test_u2_a_cassette_of_mcp_server_git_replays_a_refused_repeat_in_recorded_order(tmp_path):
+    """mcp-server-git (PyPI): `git_commit` once, its repeat refused by the server (nothing
+    staged). The live repository's commits are the ground truth; the cassette holds the
+    success and the refusal, and its replay answers them in that order: the same verdict
+    (NOT_TESTED after F1's ghost write, A3: a refused repeat may still have written) and one
+    success counted."""
+    repo, user = git_repo(tmp_path)
     for scenario in ("F1",):
         git(repo, "git reset -q --hard start && echo notes > notes.txt && git add notes.txt")
         cassette = tmp_path / f"git-{scenario}.cassette"
@@ -238,3 +243,30 @@ async def test_u2_a_cassette_of_mcp_server_git_replays_a_refused_repeat_in_recor
         assert replayed.agreement == expected, (scenario, replayed.agreement_reason)
         if scenario == "F1":
             assert live.verdict == "NOT_TESTED" and commit["answered"] >= 2
+
+
+async def test_z6_a_write_repeated_beyond_a_fault_free_recording_is_unknown_not_a_success(tmp_path):
+    """Z6: mcp-server-git's `git_commit` recorded once without a fault (one commit), then
+    replayed under F1 to the naive agent, which sends the commit again. The recording holds
+    no answer to that repeat: live, git refuses it (nothing staged) and the verdict is
+    NOT_TESTED with one commit; a replay that answered the recorded success again would claim
+    a FAIL with two successes production never gave. The repeat is unknown: NOT_TESTED, the
+    count says one first answer and the rest unknown, and the repository is untouched."""
+    repo, user = git_repo(tmp_path)
+    git(repo, "echo notes > notes.txt && git add notes.txt")
+    cassette = tmp_path / "git.cassette"
+    upstream = {"command": str(BIN), "args": [
+        "record", f"--upstream-command={BIN.parent / 'mcp-server-git'}", "-o", str(cassette)]}
+    recorded = await run_once(spec_file(tmp_path, "git-record", upstream, "naive", "none", user))
+    assert recorded.verdict == "PASS"
+    commits = git(repo, "git log --format=%s").splitlines()
+    assert commits.count("Add the notes") == 1
+    replayed = await run_once(spec_file(tmp_path, "git-replay-f1", {"cassette": str(cassette)},
+                                        "naive", "F1", user))  # fmt: skip
+    assert replayed.verdict == "NOT_TESTED", replayed.verdict_reason
+    assert not replayed.duplicate_found
+    (commit,) = [o for o in count_of(replayed, tmp_path)["operations"]
+                 if o["tool"] == "git_commit"]  # fmt: skip
+    assert (commit["succeeded"], commit["answeredFirst"]) == (1, 1)
+    assert commit["unknown"] == commit["answered"] - 1 >= 1
+    assert git(repo, "git log --format=%s").splitlines() == commits  # the replay wrote nothing

@@ -183,3 +183,37 @@ def test_u1_command_agent_judged_against_a_truth_probe(tmp_path: Path) -> None:
     assert rows == [("FAIL", True, "agrees")]
     with sqlite3.connect(shop) as conn:  # the ground truth itself
         assert conn.execute("select count(*) from orders").fetchone() == (2,)
+
+
+def test_u3_a_stdio_agents_proxy_reads_its_config_from_one_file_outside_the_agents_folder(
+    tmp_path: Path,
+) -> None:
+    # Issue 33, U3: the proxy the agent's MCP client starts gets the run's whole config as one
+    # file (`--config FILE`), never as flags in its command line, and the file is not in the
+    # agent's working folder. The scenario's parameter reaches that proxy: the agent is told
+    # the retry_after of the spec (F2, 7 s).
+    said = tmp_path / "said.json"
+    looks = (
+        "import json, os, runpy; "
+        "c = json.load(open(os.environ['AGENT_HARNESS_MCP_CONFIG'])); "
+        "s = c['mcpServers'][os.environ['AGENT_HARNESS_MCP_SERVER']]; "
+        f"json.dump({{'args': s['args'], 'cwd': os.getcwd(), 'ls': os.listdir('.')}}, "
+        f"open({str(said)!r}, 'w')); "
+        f"runpy.run_path({str(ROOT / 'tests/support/agents/books_twice.py')!r}, "
+        "run_name='__main__')"
+    )
+    agent = {"name": "looks", "command": [sys.executable, "-c", looks]}
+    spec = _spec(tmp_path, [agent], [{"F2": {"retry_after": 7}}])
+    result = cli(tmp_path, "run", str(spec), "--db", "c.duckdb")
+    assert result.returncode == 0, result.stdout + result.stderr
+    seen = json.loads(said.read_text())
+    flags = [arg for arg in seen["args"] if arg.startswith("--")]
+    assert len(flags) == 1 and flags[0].startswith("--config="), seen["args"]
+    config = Path(flags[0].removeprefix("--config="))
+    assert not config.is_relative_to(seen["cwd"])  # U3: not in the agent's folder
+    assert config.name not in seen["ls"]
+    assert not config.parent.exists()  # the run's own folder is gone with the run
+    ((stdout,),) = query(
+        tmp_path / "c.duckdb", "select content from transcripts where role = 'stdout'"
+    )
+    assert "retry_after 7 seconds" in stdout  # F2's answer, from the plan in the file

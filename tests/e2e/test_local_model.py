@@ -1,6 +1,6 @@
 """A real local LLM in the loop (SPEC L1, R10): llama.cpp's server with SmolLM2-135M, offline.
 
-`python -m runner.localmodel run` (what `make run-local` calls) serves the model on a free
+`python -m runner.cli.localmodel run` (what `make run-local` calls) serves the model on a free
 port, runs a small version of experiments/local.yaml through litellm's real HTTP path against
 the built-in SQLite booking service, stores it and writes the HTML report. The checks: every
 run completed, its transcript is stored with the model's real tool calls, and the harness's
@@ -25,7 +25,7 @@ import duckdb
 import pytest
 import yaml
 
-from runner.localmodel import LOCAL_VENV, MODEL_FILE
+from runner.models.local import LOCAL_VENV, MODEL_FILE
 from tests.support.paths import ROOT
 
 RUN_TIMEOUT_S = 1500  # the whole CI-sized experiment; the pytest timeout sits above it
@@ -63,7 +63,7 @@ def ci_spec(folder: Path) -> Path:
 
 def localmodel(*args: str, **kwargs) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "runner.localmodel", *args],
+        [sys.executable, "-m", "runner.cli.localmodel", *args],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs,
     )  # fmt: skip
 

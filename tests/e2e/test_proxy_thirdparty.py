@@ -127,11 +127,13 @@ async def test_s2_f1_on_server_memory_is_a_ghost_write_the_graph_really_holds(
     assert graph.structured_content["entities"] == [entity]
     assert _entity_lines(memory_file) == [{"type": "entity", **entity}]
     final = json.loads(report.read_text())
-    assert final["verdict"] == "FAIL"  # ... but the agent did execute the write twice
-    dup = next(v for v in final["report"]["violations"] if v["code"] == "DUPLICATE_EXECUTION")
-    assert dup["duplicate"]["afterTimeout"] is True
-    assert dup["duplicate"]["upstreamResponsesIdentical"] is False
-    assert [p["id"] for p in final["patches"]] == ["GHOST_WRITE"]
+    # ... and its shipped profile says so (Z7): the repeat after the ghost write is harmless,
+    # as the graph shows (one entity), and the report shows it executed twice.
+    assert final["verdict"] == "PASS", final["report"]["verdictReason"]
+    repeat = next(o for o in final["report"]["observations"] if o["code"] == "IDEMPOTENT_REPEAT")
+    assert repeat["afterFault"] is True and repeat["executions"] == 2
+    assert repeat["declaredBy"].startswith("profile server-memory.json")
+    assert final["patches"] == []
 
 
 async def test_s2_f1_resent_edit_file_is_a_visible_duplicate_in_the_file(

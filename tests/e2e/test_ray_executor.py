@@ -24,9 +24,9 @@ from ray.cluster_utils import Cluster
 from runner.execute import run_sweep
 from runner.execute.ray_executor import RayExecutor
 from runner.execute.sweep import Progress
-from runner.matrix import expand
-from runner.records import RunRecord
-from runner.spec import load_spec
+from runner.experiment import load_spec
+from runner.experiment.matrix import expand
+from runner.experiment.records import RunRecord
 from runner.store import Store
 from tests.support.paths import BIN, ROOT
 from tests.support.runkit import scripted_sweep_spec
@@ -204,7 +204,7 @@ def test_g1_a_run_without_executor_ray_never_imports_ray(spec_path: Path, tmp_pa
     probe = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from runner.cli.run import run_experiment\n"
+        "from runner.execute.experiment import run_experiment\n"
         f"code = run_experiment(Path({str(spec_path)!r}), db=Path('x.duckdb'), concurrency=None,"
         " resume=True, retry_errors=False, only=['model=scripted/careful', 'scenario=F4',"
         " 'patch=none'], dry_run=False, in_process=None)\n"

@@ -230,7 +230,7 @@ def test_r10_every_verdict_checked_against_real_rows_and_shown_beside_the_counts
 
 
 def test_r10_a_disagreement_is_the_first_thing_on_the_page(chromium, tmp_path):
-    from runner.records import RunRecord
+    from runner.experiment.records import RunRecord
     from runner.store import Store
 
     base = dict(

@@ -2,7 +2,7 @@
 real DuckDB file, and a runner killed with SIGKILL mid-sweep.
 
 The scripted agents are deterministic, so every verdict is known in advance (see their
-docstrings in runner/agent/_policies.py). Ground truth is the built-in booking service's
+docstrings in runner/models/_policies.py). Ground truth is the built-in booking service's
 SQLite ledger, as the runner stored it next to each verdict (operations.real_rows,
 runs.real_duplicate): the tests check that the two agree, not only the harness's verdict.
 """
@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from runner.matrix import expand
-from runner.spec import load_spec
+from runner.experiment import load_spec
+from runner.experiment.matrix import expand
 from tests.support import launcher
 from tests.support.runkit import CLI_TIMEOUT_S, E2E_LIMITS, cli_env, query
 from tests.support.slowmodel import slow_model, slow_model_entry

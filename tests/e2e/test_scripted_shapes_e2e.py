@@ -19,9 +19,9 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from runner.execute import execute_run  # noqa: E402
-from runner.matrix import expand  # noqa: E402
-from runner.records import RunRecord  # noqa: E402
-from runner.spec import load_spec  # noqa: E402
+from runner.experiment import load_spec  # noqa: E402
+from runner.experiment.matrix import expand  # noqa: E402
+from runner.experiment.records import RunRecord  # noqa: E402
 from tests.support.paths import SERVERS  # noqa: E402
 from tests.support.specs import write_spec  # noqa: E402
 

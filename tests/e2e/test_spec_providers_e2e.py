@@ -21,7 +21,7 @@ pytestmark = pytest.mark.fresh_process
 def test_l2_reading_a_spec_does_not_import_litellm(tmp_path):
     path = write_models(tmp_path, "  - name: openai/smollm2\n    params: {api_base: http://x/v1}")
     code = (
-        "import sys; from runner.spec import load_spec; "
+        "import sys; from runner.experiment import load_spec; "
         f"load_spec({str(path)!r}); print('litellm' in sys.modules)"
     )
     done = subprocess.run(

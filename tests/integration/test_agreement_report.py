@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from runner.analysis import analyse
-from runner.cli.terminal import summary_table
+from runner.execute.terminal import summary_table
+from runner.experiment.records import FindingRow, RunRecord
 from runner.html import render_markdown, write_report
-from runner.records import FindingRow, RunRecord
 from runner.store import Store
 
 T0 = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)

@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from runner.execute import execute_run
-from runner.matrix import expand
-from runner.records import RunRecord
-from runner.spec import load_spec
+from runner.experiment import load_spec
+from runner.experiment.matrix import expand
+from runner.experiment.records import RunRecord
 from tests.support.paths import COUNTING_SERVER
 from tests.support.specs import REQUEST
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from runner.regression import MAX_BASELINE_DEPTH, export_summary, load_summary
+from runner.analysis.regression import MAX_BASELINE_DEPTH, export_summary, load_summary
 from runner.store import Store, StoreError
 from tests.support import launcher
 from tests.support.paths import BIN

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from runner.execute.command import run_agent
-from runner.spec import AgentSpec
+from runner.experiment import AgentSpec
 
 
 def test_u1_output_is_bounded_and_the_rest_counted(tmp_path: Path) -> None:

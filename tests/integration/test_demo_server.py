@@ -227,7 +227,7 @@ def test_d1_f2_announces_the_retry_after_the_session_was_started_with():  # D1 S
     "arguments, problem",
     [
         ({"scenario": "F1", "retry_after": 5}, "retry_after only applies to scenario F2"),
-        ({"scenario": "F2", "retry_after": 0}, "more than 0"),
+        ({"scenario": "F2", "retry_after": 0}, "retry_after must be above 0"),
         ({"scenario": "chaos", "error_rate": 1.5}, "from 0 to 1"),
         ({"scenario": "F1", "seed": 3}, "seed only applies"),
         ({"scenario": "F1", "colour": "red"}, "unknown argument 'colour'"),

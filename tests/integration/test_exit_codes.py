@@ -135,7 +135,7 @@ def test_v4_a_spec_with_several_problems_prints_one_error_line_per_problem(root,
 
 INTERRUPTED_MODULE = """\
 import os, signal, sys
-from runner.cli.app import interrupt_handled
+from runner.exits import interrupt_handled
 
 try:  # Ctrl-C lands while a module builds a method with exec, as dataclasses do on import
     exec("os.kill(os.getpid(), signal.SIGINT)\\nfor _ in range(1000): pass")
@@ -145,7 +145,7 @@ except KeyboardInterrupt:
 
 
 def test_v5_a_caught_ctrl_c_exits_130_under_python_m_not_killed_by_sigint(tmp_path):
-    # V5: `make run-local` runs `python -m runner.localmodel`; its Ctrl-C came out as "killed by
+    # V5: `make run-local` runs `python -m runner.cli.localmodel`; its Ctrl-C came out as "killed by
     # SIGINT" (-2) when the interrupt had passed through exec of a string during an import
     (tmp_path / "interrupted_probe.py").write_text(INTERRUPTED_MODULE, encoding="utf-8")
     done = subprocess.run(

@@ -1,9 +1,10 @@
-"""The runner's fork server (runner/forkserver.py, runner/forkclient.py): a proxy or built-in
-upstream forked from it is a real process with what a fresh one has (exit code, output, fds,
-environment, working folder, signals), and nothing outlives its owner: a killed client takes
-its process with it, a killed runner its server and every forked process, a crashed server
-its processes (later commands then start fresh). R3: `--in-process never` still means a real
-proxy process in front of a real upstream process."""
+"""The runner's fork server (runner/processes/forkserver.py, its entry runner/forkentry.py, and
+runner/processes/forkclient.py): a proxy or built-in upstream forked from it is a real process
+with what a fresh one has (exit code, output, fds, environment, working folder, signals), and
+nothing outlives its owner: a killed client takes its process with it, a killed runner its
+server and every forked process, a crashed server its processes (later commands then start
+fresh). R3: `--in-process never` still means a real proxy process in front of a real upstream
+process."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import forkserver
+from runner.processes import forkserver
 from tests.support.paths import BIN, ROOT
 
 DEADLINE_S = 60
@@ -148,7 +149,7 @@ def test_r3_a_killed_client_takes_its_forked_process_with_it(forks, tmp_path):
 
 RUNNER = """
 import json, subprocess, sys
-from runner import forkserver
+from runner.processes import forkserver
 s = forkserver.SERVER
 assert s.address()
 up = s.command("upstream", 3, %(upstream)r)
@@ -221,8 +222,17 @@ def test_r3_a_fork_server_whose_runner_is_not_there_at_its_start_ends_at_once(ow
         pid = os.getppid()  # alive, but the test's parent, not the server's
     sock = tmp_path / "sock"
     done = subprocess.run(
-        [sys.executable, "-P", "-m", "runner.forkserver", str(sock), str(pid)],
+        [sys.executable, "-P", "-m", "runner.forkentry", str(sock), str(pid)],
         capture_output=True, timeout=DEADLINE_S, cwd=ROOT,
     )  # fmt: skip
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
     assert not sock.exists()
+
+
+def test_r3_the_fork_servers_entry_serves_every_program_the_runner_asks_for():
+    # R3: the runner asks its fork server for a program by name (ForkServer.command); the
+    # server's own entry (runner/forkentry.py) says what each name runs. A name only one side
+    # knew would be refused at every request, and each of its processes would start fresh.
+    from runner import forkentry
+
+    assert set(forkentry.PROGRAMS) == set(forkserver.PROGRAMS)

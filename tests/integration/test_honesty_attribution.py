@@ -23,11 +23,11 @@ import litellm  # noqa: E402
 from litellm.llms.custom_llm import CustomLLM  # noqa: E402
 
 import runner.execute.run as run_module  # noqa: E402
-from runner.agent.loop import run_conversation  # noqa: E402
 from runner.execute import execute_run  # noqa: E402
-from runner.matrix import expand  # noqa: E402
-from runner.records import RunRecord  # noqa: E402
-from runner.spec import ExperimentSpec, load_spec  # noqa: E402
+from runner.experiment import ExperimentSpec, load_spec  # noqa: E402
+from runner.experiment.matrix import expand  # noqa: E402
+from runner.experiment.records import RunRecord  # noqa: E402
+from runner.models.loop import run_conversation  # noqa: E402
 from runner.store import Store  # noqa: E402
 from tests.support.specs import REQUEST, TRY_AGAIN, write_spec
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from runner.experiment.records import FindingRow, PatchRow, TranscriptEntry
 from runner.html.formatting import MAX_SHOWN_CHARS
 from runner.html.report import write_report
-from runner.records import FindingRow, PatchRow, TranscriptEntry
 from runner.store import Store
 from tests.support.storekit import make_run
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from runner.experiment.records import FindingRow, OperationRow, PatchRow, RunRecord, TranscriptEntry
 from runner.html import write_report
-from runner.records import FindingRow, OperationRow, PatchRow, RunRecord, TranscriptEntry
 from runner.store import Store, StoreOpenError
 from tests.support.htmlpage import HOSTILE, Page
 

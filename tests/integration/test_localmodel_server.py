@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from runner.localmodel import LocalModelError, ended, serve
+from runner.models.local import LocalModelError, ended, serve
 
 # Stands for `python -P -m llama_cpp.server ... --port N`: serves /v1/models, prints the
 # ready line, and at its first chat request dies the way an unsupported instruction does.

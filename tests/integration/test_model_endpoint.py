@@ -7,8 +7,8 @@ import asyncio
 import json
 from typing import Any
 
-from runner.modelserver import serve_model
-from runner.spec import ModelSpec
+from runner.experiment import ModelSpec
+from runner.models.endpoint import serve_model
 
 TOOLS = [
     {

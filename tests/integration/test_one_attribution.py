@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from runner.records import RunRecord
+from runner.experiment.records import RunRecord
 from tests.support.runkit import run_one
 from tests.support.specs import REQUEST
 

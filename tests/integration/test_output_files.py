@@ -17,7 +17,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from harness.demo import AUDIT_PATH
-from runner.records import RunRecord
+from runner.experiment.records import RunRecord
 from runner.store import Store
 from tests.support.paths import BIN
 from tests.support.runkit import cli

@@ -15,8 +15,8 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from runner.agent.calls import LOCAL_PLACEHOLDER_KEY  # noqa: E402
-from runner.agent.loop import (  # noqa: E402
+from runner.models.calls import LOCAL_PLACEHOLDER_KEY  # noqa: E402
+from runner.models.loop import (  # noqa: E402
     AgentResult,
     LoopLimits,
     ModelCallFailed,
@@ -183,8 +183,8 @@ async def test_cost_comes_from_the_model_that_answered_not_the_one_asked_for():
 @pytest.mark.parametrize("name", ["openai/smollm2", "gpt-4o-mini"])
 async def test_a_whole_run_passes_its_seed_and_stores_an_unknown_cost(tmp_path, name):
     from runner.execute import execute_run
-    from runner.matrix import expand
-    from runner.spec import load_spec
+    from runner.experiment import load_spec
+    from runner.experiment.matrix import expand
 
     with openai_stub([], default=completion(model="smollm2")) as stub:
         path = tmp_path / "spec.yaml"

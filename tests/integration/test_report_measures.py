@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from runner.experiment.records import DuplicateRow, RunRecord, TranscriptEntry
 from runner.html import write_report
-from runner.records import DuplicateRow, RunRecord, TranscriptEntry
 from runner.store import Store
 from tests.support.htmlpage import HOSTILE, Page
 

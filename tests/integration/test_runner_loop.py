@@ -25,8 +25,12 @@ import litellm  # noqa: E402
 from litellm.llms.custom_llm import CustomLLM  # noqa: E402
 
 import runner.execute.run as run_module  # noqa: E402
-from runner.agent._provider import HANDLER as SCRIPTED  # noqa: E402
-from runner.agent.loop import (  # noqa: E402
+from runner.execute import execute_run, run_sweep  # noqa: E402
+from runner.experiment import ExperimentSpec, load_spec  # noqa: E402
+from runner.experiment.matrix import RunCell, expand  # noqa: E402
+from runner.experiment.records import RunRecord  # noqa: E402
+from runner.models._provider import HANDLER as SCRIPTED  # noqa: E402
+from runner.models.loop import (  # noqa: E402
     ERROR_MARK,
     AgentResult,
     LoopLimits,
@@ -35,10 +39,6 @@ from runner.agent.loop import (  # noqa: E402
     render_tool_result,
     run_conversation,
 )
-from runner.execute import execute_run, run_sweep  # noqa: E402
-from runner.matrix import RunCell, expand  # noqa: E402
-from runner.records import RunRecord  # noqa: E402
-from runner.spec import ExperimentSpec, load_spec  # noqa: E402
 from runner.store import Store, StoreError  # noqa: E402
 from tests.support.specs import REQUEST, TRY_AGAIN, write_spec
 

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from runner.execute import execute_run
-from runner.matrix import RunCell, expand
-from runner.records import RunRecord
-from runner.spec import ExperimentSpec, load_spec
+from runner.experiment import ExperimentSpec, load_spec
+from runner.experiment.matrix import RunCell, expand
+from runner.experiment.records import RunRecord
 from tests.support.specs import write_spec
 
 pytestmark = pytest.mark.slow

@@ -62,7 +62,7 @@ from harness.proxy.args import help_text, parse
 from harness.proxy.eventlog import EventLogFile
 from harness.report import ReportModel, judge_events, read_report
 from runner.cli import app
-from runner.spec._environment import Scenario
+from runner.experiment._environment import Scenario
 
 folder = sys.argv[1]
 out = {}

@@ -1,4 +1,4 @@
-"""Issue 21's agent shapes as scripted models (runner/agent/scripted.py), each in a real run.
+"""Issue 21's agent shapes as scripted models (runner/models/scripted.py), each in a real run.
 
 Every run is `execute_run` in process: litellm calls the scripted model, its tool calls go
 through an MCP session to the proxy and on to a built-in SQLite service, whose rows (read with
@@ -19,9 +19,9 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from runner.execute import execute_run  # noqa: E402
-from runner.matrix import expand  # noqa: E402
-from runner.records import RunRecord  # noqa: E402
-from runner.spec import load_spec  # noqa: E402
+from runner.experiment import load_spec  # noqa: E402
+from runner.experiment.matrix import expand  # noqa: E402
+from runner.experiment.records import RunRecord  # noqa: E402
 from tests.support.specs import write_spec  # noqa: E402
 
 pytestmark = pytest.mark.anyio

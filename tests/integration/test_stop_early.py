@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from runner.execute import run_sweep
-from runner.matrix import expand
-from runner.spec import ExperimentSpec, SpecError, load_spec
+from runner.experiment import ExperimentSpec, SpecError, load_spec
+from runner.experiment.matrix import expand
 from runner.store import Store
 from tests.support.specs import write_spec
 

@@ -15,8 +15,8 @@ import pytest
 
 from runner.execute import run_sweep
 from runner.execute.sweep import execute_here
-from runner.matrix import expand
-from runner.spec import load_spec
+from runner.experiment import load_spec
+from runner.experiment.matrix import expand
 from runner.store import Store
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.execute.workdirs import STALE_AFTER_S, run_workdir, socket_folder, sweep_stale
+from runner.processes.workdirs import STALE_AFTER_S, run_workdir, socket_folder, sweep_stale
 from tests.support.paths import BIN
 from tests.support.specs import write_spec
 
@@ -96,8 +96,8 @@ async def test_g3_a_run_in_process_removes_its_folder_before_it_returns(tmp_path
     # sweep or the garbage collector: 200 runs in flight keep at most 200 folders.
     import runner.execute.run as runmod
     from runner.execute import execute_run
-    from runner.matrix import expand
-    from runner.spec import load_spec
+    from runner.experiment import load_spec
+    from runner.experiment.matrix import expand
 
     made: list[Path] = []
 
@@ -123,8 +123,8 @@ async def test_g3_a_run_cancelled_in_its_conversation_removes_its_folder(tmp_pat
     import contextlib
 
     from runner.execute import execute_run
-    from runner.matrix import expand
-    from runner.spec import load_spec
+    from runner.experiment import load_spec
+    from runner.experiment.matrix import expand
 
     entered = asyncio.Event()
     seen: list[Path] = []

@@ -42,7 +42,7 @@ import threading
 import types
 from typing import Any
 
-from runner import forkserver
+from runner.processes import forkserver
 from tests.support.paths import BIN, ROOT
 
 READY = b"launcher ready\n"
@@ -53,17 +53,18 @@ MAX_REQUEST = 16 * 1024 * 1024
 # imports (almost) nothing. Which ones: `python -X importtime` of run, report, merge and proxy.
 WARM_MODULES = (
     "runner.cli",
-    "runner.agent.scripted",
-    "runner.agent._provider",  # litellm: 4-5 s of CPU
-    "runner.agent.loop",
+    "runner.models.scripted",
+    "runner.models._provider",  # litellm: 4-5 s of CPU
+    "runner.models.loop",
     "runner.cli.run",
+    "runner.execute.experiment",
     "runner.cli.sweep",
     "runner.cli.report",
     "runner.cli.merge",
     "runner.cli.judge",
     "runner.cli.proxy",
     "runner.execute",
-    "runner.spec",
+    "runner.experiment",
     "runner.upstreams",
     "harness.proxy.main",
     "harness.judge",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from runner.records import (
+from runner.experiment.records import (
     DuplicateRow,
     FindingRow,
     OperationRow,

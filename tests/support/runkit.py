@@ -15,7 +15,7 @@ from tests.support import launcher
 from tests.support.paths import BIN
 
 if TYPE_CHECKING:
-    from runner.records import RunRecord
+    from runner.experiment.records import RunRecord
 
 CLI_TIMEOUT_S = 240  # one `agent-harness run` of a small experiment, real subprocesses
 E2E_LIMITS = {"run_timeout_s": 120}  # a spec's limits where every run starts real processes
@@ -36,8 +36,8 @@ async def run_one(folder: Path, spec: dict[str, Any]) -> RunRecord:
     """The one cell of `spec` (as data) run by `execute_run` in this process; its working
     files (the upstream's SQLite, report, events) kept in folder/kept/RUN_ID."""
     from runner.execute import execute_run
-    from runner.matrix import expand
-    from runner.spec import load_spec
+    from runner.experiment import load_spec
+    from runner.experiment.matrix import expand
 
     path = folder / "spec.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from runner.spec import SpecError, load_spec
+from runner.experiment import SpecError, load_spec
 
 REQUEST = "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
 TRY_AGAIN = "That did not work. Please try again."
@@ -79,24 +79,32 @@ def write_spec(folder: Path, name: str, *, file: str | None = None, **fields: An
     return path
 
 
-FAULT_FLAGS = ("--scenario", "--mode", "--error-rate", "--seed", "--retry-after", "--latency")
-
-
-def fault_flags(spec, tmp_path, label: str) -> tuple[str, ...]:
-    """X1: the fault flags the runner starts the proxy with for the scenario `label` (the
-    proxy's own proxy_argv of the run's plan); a chaos seed the run chose shows as RUN_SEED."""
-    from harness.proxy import proxy_argv
+def handed_config(spec, tmp_path: Path, label: str = ""):
+    """X1: the ProxyConfig a proxy process reads for the run of scenario `label` (the first
+    cell without one): the runner's config, written to the file it hands the proxy
+    (`proxy_command`) and read back by the proxy's own parser (`--config FILE`)."""
+    from harness.proxy import parse, proxy_command
     from runner.execute.run import proxy_target
-    from runner.matrix import expand
+    from runner.experiment.matrix import expand
 
-    cell = next(c for c in expand(spec) if c.labels["scenario"] == label)
-    argv = proxy_argv(proxy_target(cell, spec, tmp_path).proxy_config(None, None))
-    flags = [(a, b) for a, b in zip(argv, argv[1:], strict=False) if a in FAULT_FLAGS]
-    return tuple(
-        part
-        for flag, value in flags
-        for part in (flag, "RUN_SEED" if flag == "--seed" and value == str(cell.seed) else value)
-    )
+    cell = next(c for c in expand(spec) if not label or c.labels["scenario"] == label)
+    argv = proxy_command(proxy_target(cell, spec, tmp_path).proxy_config(None, None), tmp_path)
+    parsed = parse(argv[argv.index("proxy") + 1 :])
+    assert parsed.config is not None
+    return parsed.config, cell.seed
+
+
+def plan_as_flags(spec, tmp_path: Path, label: str, flags: tuple[str, ...]):
+    """X1: (the fault plan the proxy of the run of `label` reads, the plan `flags` give the
+    proxy on its command line); RUN_SEED in `flags` stands for the seed the run chose."""
+    from harness.proxy import parse
+
+    config, seed = handed_config(spec, tmp_path, label)
+    flags = tuple(str(seed) if flag == "RUN_SEED" else flag for flag in flags)
+    # --listen: an HTTP-only fault needs the agent on HTTP; it changes nothing in the plan.
+    flagged = parse(["--upstream-command", "x", "--listen", "127.0.0.1:0", *flags]).config
+    assert flagged is not None
+    return config.plan, flagged.plan
 
 
 # -- bounded specs (V13): an alias bomb and a huge matrix ---------------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from runner.records import OperationRow, RunRecord, TranscriptEntry
+from runner.experiment.records import OperationRow, RunRecord, TranscriptEntry
 from runner.store import Store
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)

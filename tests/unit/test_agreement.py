@@ -1,4 +1,4 @@
-"""R10: each run's verdict set against the upstream's real rows (runner.execute.agreement)."""
+"""R10: each run's verdict set against the upstream's real rows (runner.analysis.agreement)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import duckdb
 import pytest
 
 from harness.report import Report
-from runner.execute.agreement import (
+from runner.analysis.agreement import (
     AGREEMENTS,
     AGREES,
     DISAGREES,

@@ -10,7 +10,7 @@ import pytest
 from runner.analysis import analyse, fisher_exact, wilson_interval
 from runner.analysis.cells import varying_condition_parts
 from runner.analysis.model import CELL_KEYS
-from runner.records import FindingRow, RunRecord
+from runner.experiment.records import FindingRow, RunRecord
 from runner.store import Store
 
 T0 = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)

@@ -7,7 +7,7 @@ transcript is what the agent loop would have recorded for the same calls.
 from __future__ import annotations
 
 from harness.benchmark.simulate import SimulatedSession
-from runner.execute.attribution import attribute
+from runner.analysis.attribution import attribute
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}
 

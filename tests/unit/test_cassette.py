@@ -496,3 +496,77 @@ def test_u2_other_requests_match_without_meta_and_null_members(tmp_path):
     missing = answer(replayer, b'{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{'
                                b'"cursor":"p3"}}')  # fmt: skip
     assert 'no recorded tools/list with the params {"cursor":"p3"}' in missing["error"]["message"]
+
+
+# -- Z6: cassettes are answers, not state -----------------------------------------------------
+
+WRITES = {"tools": [
+    {"name": "create_booking", "inputSchema": {"type": "object"}},
+    {"name": "put_booking", "inputSchema": {"type": "object"},
+     "annotations": {"idempotentHint": True, "readOnlyHint": False}},
+    {"name": "execute_sql", "description": "Run SQL on the database",
+     "inputSchema": {"type": "object", "properties": {"sql": {"type": "string"}}}},
+]}  # fmt: skip
+
+
+def recorded_calls(tmp_path: Path, *exchanges: Any) -> Replayer:
+    path = write(tmp_path / "w.cassette", HEADER,
+                 {"type": "request", "method": "initialize", "params": {},
+                  "result": {"serverInfo": {"name": "shop", "version": "1"}}},
+                 {"type": "request", "method": "tools/list", "params": {}, "result": WRITES},
+                 *exchanges)  # fmt: skip
+    return Replayer(load(path), str(path))
+
+
+def test_z6_a_write_repeated_beyond_the_recording_is_unknown_never_a_success(tmp_path):  # Z6
+    replayer = recorded_calls(tmp_path, {"type": "call", "tool": "create_booking",
+                                         "arguments": {"n": 1}, "result": booked(1)})  # fmt: skip
+    first = answer(replayer, call("create_booking", {"n": 1}, 1))
+    second = answer(replayer, call("create_booking", {"n": 1}, 2))
+    assert first["result"] == booked(1)
+    assert "unknown" in second["error"]["message"]
+    (op,) = replayer.count()["operations"]
+    assert (op["answered"], op["succeeded"], op["answeredFirst"], op["unknown"]) == (2, 1, 1, 1)
+
+
+def test_z6_a_recorded_repeat_is_answered_from_the_recording(tmp_path):  # Z6
+    same = {"type": "call", "tool": "create_booking", "arguments": {"n": 1}}
+    replayer = recorded_calls(tmp_path, {**same, "result": booked(1)},
+                              {**same, "result": booked(2)})  # fmt: skip
+    answers = [answer(replayer, call("create_booking", {"n": 1}, i)) for i in (1, 2, 3)]
+    assert [a.get("result") for a in answers[:2]] == [booked(1), booked(2)]
+    assert "error" in answers[2]
+    (op,) = replayer.count()["operations"]
+    assert (op["answeredFirst"], op["answeredFromRecordedRepeat"], op["unknown"]) == (1, 1, 1)
+
+
+def test_z6_reads_and_idempotent_writes_repeat_the_last_answer(tmp_path):  # Z6 E1
+    replayer = recorded_calls(
+        tmp_path,
+        {"type": "call", "tool": "put_booking", "arguments": {"n": 1}, "result": booked(1)},
+        {"type": "call", "tool": "execute_sql", "arguments": {"sql": "SELECT count(*) FROM b"},
+         "result": booked(2)},
+        {"type": "call", "tool": "execute_sql",
+         "arguments": {"sql": "INSERT INTO b (n) VALUES (1)"}, "result": booked(3)},
+    )  # fmt: skip
+    for i in (1, 2):
+        assert answer(replayer, call("put_booking", {"n": 1}, i))["result"] == booked(1)
+        poll = call("execute_sql", {"sql": "SELECT count(*) FROM b"}, 10 + i)
+        assert answer(replayer, poll)["result"] == booked(2)
+    insert = {"sql": "INSERT INTO b (n) VALUES (1)"}
+    assert answer(replayer, call("execute_sql", insert, 20))["result"] == booked(3)
+    assert "error" in answer(replayer, call("execute_sql", insert, 21))  # Z1: an INSERT
+    ops = {o["arguments"].get("sql", o["tool"]): o for o in replayer.count()["operations"]}
+    assert ops["put_booking"]["unknown"] == 0 and ops[insert["sql"]]["unknown"] == 1
+
+
+def test_z6_idempotent_tools_flag_makes_a_repeat_answered(tmp_path):  # Z6 E1
+    recorded = {"type": "call", "tool": "create_booking", "arguments": {"n": 1},
+                "result": booked(1)}  # fmt: skip
+    plain = recorded_calls(tmp_path, recorded)
+    path = Path(plain.path)
+    flagged = Replayer(load(path), str(path), idempotent_tools=("create_booking",))
+    for i in (1, 2):
+        assert answer(flagged, call("create_booking", {"n": 1}, i))["result"] == booked(1)
+    assert parse_replay(["x.cassette", "--idempotent-tools", "create_*"]).idempotent_tools == (
+        "create_*",)  # fmt: skip

@@ -7,7 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace as NS
 
 from harness.report import Report
-from runner.execute.agreement import AGREES, DISAGREES, UNKNOWN, judge_agreement
+from runner.analysis.agreement import AGREES, DISAGREES, UNKNOWN, judge_agreement
 from runner.execute.cassettes import CASSETTE_COUNT, cassette_replay_args, cassette_truth
 
 HOW = {"keyUse": "no_key", "afterTimeout": True, "verifiedBefore": False, "parallel": False,
@@ -85,7 +85,7 @@ def test_u2_the_runner_starts_the_replay_with_its_count_in_the_runs_folder(tmp_p
 
 
 def test_u2_a_spec_upstream_may_be_a_cassette(tmp_path):
-    from runner.spec import load_spec
+    from runner.experiment import load_spec
     from tests.support.specs import spec_text, write
 
     path = tmp_path / "s.cassette"

@@ -7,7 +7,7 @@ import json
 
 from harness.proxy import CallReceived
 from runner.execute.command import mcp_config, model_requested
-from runner.modelserver import ModelEndpoint, Served
+from runner.models.endpoint import ModelEndpoint, Served
 
 
 def _answer(*calls: tuple[str, str, dict[str, object]]) -> dict[str, object]:

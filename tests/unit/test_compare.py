@@ -11,7 +11,7 @@ import pytest
 from runner.analysis import analyse
 from runner.analysis.cells import pass_k_expr
 from runner.analysis.stats import fisher_exact, holm, mcnemar_exact, pass_hat_k
-from runner.records import RunRecord
+from runner.experiment.records import RunRecord
 from runner.store import Store
 
 T0 = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)

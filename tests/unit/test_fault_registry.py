@@ -31,8 +31,8 @@ from harness.faults import (
     users_of,
 )
 from harness.proxy.args import help_text, parse
-from runner.spec import load_spec
-from runner.spec._environment import Scenario, ScenarioKind
+from runner.experiment import load_spec
+from runner.experiment._environment import Scenario, ScenarioKind
 
 
 def test_h2_every_fault_is_one_class_with_its_words_and_behaviour() -> None:
@@ -115,12 +115,13 @@ def test_h2_the_plan_applies_each_scenario_as_its_class_says(name: str) -> None:
 
 
 def test_h2_a_spec_with_an_http_only_fault_needs_an_http_agent(tmp_path) -> None:
-    from tests.support.specs import fault_flags, load_error, spec_text, write
+    from tests.support.specs import load_error, plan_as_flags, spec_text, write
 
     stdio = write(tmp_path, spec_text(scenarios="\n  - F1\n  - F7"))
     assert "scenarios[1]: F7 exists only over HTTP: set proxy.agent: http" in load_error(stdio)
     http = write(tmp_path, spec_text(scenarios="\n  - F7", proxy="\n  agent: http"), "http.yaml")
-    assert fault_flags(load_spec(http), tmp_path, "F7") == ("--scenario", "F7")
+    handed, flagged = plan_as_flags(load_spec(http), tmp_path, "F7", ("--scenario", "F7"))
+    assert handed == flagged
 
 
 def test_h2_x11_only_f7_needs_a_session_and_the_plan_spends_it_where_it_cannot_apply() -> None:

@@ -14,8 +14,8 @@ import pytest
 from harness.base.errors import EventLogError, InputFileError
 from harness.base.infile import read_lines, read_text
 from harness.events import read_jsonl
-from runner.regression import load_summary
-from runner.spec import SpecError, load_spec
+from runner.analysis.regression import load_summary
+from runner.experiment import SpecError, load_spec
 from runner.store import StoreError
 
 SPEC = """\

@@ -5,10 +5,12 @@ every interleaving and every wait is exact.
 """
 
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
 from harness.benchmark.simulate import SimulatedSession
+from harness.operations.classify import ClassifierConfig
 from tests.support.reports import codes, finding, judged
 
 BOOK = {"guest": "Ann", "date": "2026-12-01"}
@@ -181,14 +183,28 @@ def test_j3_every_write_unknown_is_not_tested():  # J3
     assert j.report["verdictReason"].startswith("No write had a known outcome")
 
 
-def test_a2_only_is_error_decides_executed_versus_rejected():  # A2
-    s = SimulatedSession()
+def _answered_with_text_error(classifier: ClassifierConfig) -> Any:
+    """One write answered `Error: room taken` as text, without isError."""
+    s = SimulatedSession(classifier=classifier)
     ticket = s.send("create_booking", BOOK)
     text_error = {"content": [{"type": "text", "text": "Error: room taken"}]}  # no isError
     s.session.upstream_result(ticket.ticket, text_error)
     s.session.answered(ticket.ticket, is_error=False)
     j = judged(s)
-    assert j.report["operations"][0]["outcome"] == "EXECUTED_ONCE"
+    found = [o for o in j.report["observations"] if o["code"] == "ERROR_AS_RESULT"]
+    return j.report["operations"][0]["outcome"], found
+
+
+def test_a2_with_strict_errors_only_is_error_decides_executed_versus_rejected():  # A2 Z4
+    outcome, found = _answered_with_text_error(ClassifierConfig(strict_errors=True))
+    assert (outcome, found) == ("EXECUTED_ONCE", [])
+
+
+def test_z4_error_written_as_result_is_a_refused_attempt_with_its_evidence():  # Z4
+    outcome, found = _answered_with_text_error(ClassifierConfig())
+    assert outcome == "REJECTED"
+    assert found and found[0]["evidence"] == "Error: room taken"
+    assert "reports errors as results" in found[0]["detail"]
 
 
 # -- J3: the other NOT_TESTED rules --------------------------------------------------------------

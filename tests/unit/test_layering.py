@@ -1,9 +1,11 @@
-"""The house (DESIGN, issue 20): rooms for the harness, data flowing one way, no circles.
+"""The house (DESIGN, issues 20 and 33): rooms for the harness and for the runner, data flowing
+one way, no circles.
 
-The harness is a stack of rooms; a module may import its own room or a room below it, never
+Each package is a stack of rooms; a module may import its own room or a room below it, never
 one above or beside it. The runner imports the harness only through its faces. The import
-graph of the harness has no circle, lazy imports inside functions included (only imports
-under `if TYPE_CHECKING:` are left out: they never run).
+graph of each package has no circle, lazy imports inside functions included, and imports
+under `if TYPE_CHECKING:` too: a circle that only the type checker walks is still two modules
+that cannot be read, changed or tested one without the other.
 """
 
 from __future__ import annotations
@@ -49,6 +51,26 @@ PUBLIC = {
     "harness.base.textsafe",  # V6: foreign text escaped for a terminal or Markdown
 }
 
+# Rooms of the runner, bottom up, as for the harness (issue 33).
+RUNNER_RANKS = {
+    "runner": 0,  # the package itself: litellm's cost map read offline
+    "runner.exits": 0,  # exit codes, one-line errors and status lines
+    "runner.models": 1,  # the agent loop, model calls, scripted models, endpoint, local model
+    "runner.upstreams": 1,  # the built-in reference upstreams
+    "runner.processes": 1,  # the fork server and its client, folders named after a process
+    "runner.experiment": 2,  # YAML -> ExperimentSpec -> the matrix of cells; a run's record
+    "runner.honesty": 2,  # M1: did the agent tell its user the truth
+    "runner.store": 3,  # the DuckDB run store and its redaction
+    "runner.analysis": 4,  # stored runs -> rates, intervals, agreement, attribution, regression
+    "runner.execute": 5,  # the engines: one run, the sweep, worker processes, Ray, an experiment
+    "runner.html": 5,  # the static reports
+    "runner.cli": 6,  # `agent-harness`: parses the flags and calls an engine
+    "runner.entry": 7,  # the console script's first module
+    "runner.forkentry": 8,  # the fork server's own process, which forks the console script
+}
+# The runner's modules that stand loose at its root, each its own room (besides __init__.py).
+RUNNER_LOOSE = ["entry.py", "exits.py", "forkentry.py"]
+
 
 def _module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
@@ -62,14 +84,19 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement that can run: at module level or inside functions, not under
-    `if TYPE_CHECKING:`."""
+def _runtime_imports(
+    tree: ast.AST, at_load: bool = False, type_checking: bool = False
+) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run: at module level or inside functions; with
+    `at_load`, only those that run when the module loads; those under `if TYPE_CHECKING:` only
+    with `type_checking`."""
     found: list[ast.Import | ast.ImportFrom] = []
 
     def walk(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
+            if at_load and isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            if isinstance(child, ast.If) and _is_type_checking(child) and not type_checking:
                 for other in child.orelse:
                     walk(other)
                 continue
@@ -81,21 +108,26 @@ def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
-def imported_modules(path: Path) -> set[str]:
+def imported_modules(path: Path, at_load: bool = False, type_checking: bool = False) -> set[str]:
     """Every module a file imports at run time, `from harness.base import jsonutil` as
-    harness.base.jsonutil."""
+    harness.base.jsonutil; the package itself only where a name its face hands on is imported
+    (`from runner.store import migrations` takes a sibling module, not the face's names)."""
     found = set()
-    for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in _runtime_imports(tree, at_load, type_checking):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif node.module and node.level == 0:
-            found.add(node.module)
-            for alias in node.names:
-                sub = f"{node.module}.{alias.name}"
-                if (ROOT / (sub.replace(".", "/") + ".py")).exists() or (
-                    ROOT / sub.replace(".", "/")
-                ).is_dir():
-                    found.add(sub)
+            names = {f"{node.module}.{alias.name}" for alias in node.names}
+            submodules = {
+                sub
+                for sub in names
+                if (ROOT / (sub.replace(".", "/") + ".py")).exists()
+                or (ROOT / sub.replace(".", "/")).is_dir()
+            }
+            found |= submodules
+            if submodules != names:
+                found.add(node.module)
     return found
 
 
@@ -103,38 +135,58 @@ def _python_files(package: str) -> list[Path]:
     return sorted((ROOT / package).rglob("*.py"))
 
 
-def room_of(module: str) -> str:
-    """The room a harness module lives in: the longest RANKS prefix that names it."""
+def room_of(module: str, ranks: dict[str, int] = RANKS) -> str:
+    """The room a module lives in: the longest prefix in `ranks` that names it."""
     parts = module.split(".")
     for n in range(len(parts), 0, -1):
         prefix = ".".join(parts[:n])
-        if prefix in RANKS:
+        if prefix in ranks:
             return prefix
-    raise AssertionError(f"{module} lives in no room; add its room to RANKS")
+    raise AssertionError(f"{module} lives in no room; add its room to the ranks")
 
 
-def _harness_graph() -> dict[str, set[str]]:
+def _graph(package: str, type_checking: bool = False) -> dict[str, set[str]]:
+    """Each module of `package` -> the modules of `package` it imports at run time (and, with
+    `type_checking`, for the type checker)."""
     graph: dict[str, set[str]] = {}
-    for path in _python_files("harness"):
+    for path in _python_files(package):
         name = _module_name(path)
-        graph[name] = {m for m in imported_modules(path) if m.split(".")[0] == "harness"}
+        imports = imported_modules(path, type_checking=type_checking)
+        graph[name] = {m for m in imports if m.split(".")[0] == package}
     return graph
 
 
-def test_every_harness_module_lives_in_a_room_and_imports_only_downwards() -> None:  # DESIGN
+def _harness_graph(type_checking: bool = False) -> dict[str, set[str]]:
+    return _graph("harness", type_checking)
+
+
+def imports_up_or_sideways(graph: dict[str, set[str]], ranks: dict[str, int]) -> list[str]:
+    """Every import of a room that is neither the importer's own nor below it."""
     wrong = []
-    for module, imports in _harness_graph().items():
-        room = room_of(module)
+    for module, imports in graph.items():
+        room = room_of(module, ranks)
         for target in imports:
-            other = room_of(target)
-            if other == room or RANKS[other] < RANKS[room]:
+            other = room_of(target, ranks)
+            if other == room or ranks[other] < ranks[room]:
                 continue
             wrong.append(f"{module} ({room}) -> {target} ({other})")
-    assert not wrong, "imports that run up or sideways:\n" + "\n".join(sorted(wrong))
+    return sorted(wrong)
+
+
+def test_every_harness_module_lives_in_a_room_and_imports_only_downwards() -> None:  # DESIGN
+    wrong = imports_up_or_sideways(_harness_graph(), RANKS)
+    assert not wrong, "imports that run up or sideways:\n" + "\n".join(wrong)
 
 
 def test_the_harness_import_graph_has_no_circle() -> None:  # DESIGN
-    graph = _harness_graph()
+    # Imports for the type checker count too (issue 33: the proxy's mixins typed `self: Proxy`
+    # imported the router back under TYPE_CHECKING, a circle this test did not see).
+    circles = import_circles(_harness_graph(type_checking=True))
+    assert not circles, f"import circles: {circles}"
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import graph's circles (strongly connected parts of more than one module)."""
     modules = set(graph)
     # A package's import of its own submodule is how a face works, not a circle: the edge
     # from a submodule up to its package (`from harness.report import x` inside
@@ -172,11 +224,11 @@ def test_the_harness_import_graph_has_no_circle() -> None:  # DESIGN
     for v in sorted(edges):
         if v not in index:
             strongconnect(v)
-    assert not circles, f"import circles: {circles}"
+    return circles
 
 
 def test_each_room_says_in_its_face_what_it_holds() -> None:  # DESIGN
-    for room in RANKS:
+    for room in [*RANKS, *RUNNER_RANKS]:
         folder = ROOT / room.replace(".", "/")
         if not folder.is_dir():
             continue
@@ -192,6 +244,36 @@ def test_the_harness_has_few_loose_modules() -> None:  # DESIGN: each module in 
         if p.name not in ("__init__.py", "__main__.py")
     )
     assert loose == ["events.py"], loose
+
+
+def test_every_runner_module_lives_in_a_room_and_imports_only_downwards() -> None:  # DESIGN
+    # Issue 33: no room of the runner imports one above or beside it; the command line
+    # (runner/cli/) only parses and calls, the engines live below it in runner/execute/.
+    wrong = imports_up_or_sideways(_graph("runner"), RUNNER_RANKS)
+    assert not wrong, "imports that run up or sideways:\n" + "\n".join(wrong)
+
+
+def test_the_runner_import_graph_has_no_circle() -> None:  # DESIGN, issue 33
+    circles = import_circles(_graph("runner", type_checking=True))
+    assert not circles, f"import circles: {circles}"
+
+
+def test_the_command_line_loads_no_engine_before_its_command_runs() -> None:  # issue 33
+    # runner/cli/ parses the flags and calls: an engine (runner/execute/) is imported inside
+    # the command that runs it, so every other command starts without it.
+    wrong = sorted(
+        f"{path.relative_to(ROOT)}: {module}"
+        for path in _python_files("runner/cli")
+        for module in imported_modules(path, at_load=True)
+        if module.split(".")[0] == "runner" and room_of(module, RUNNER_RANKS) == "runner.execute"
+    )
+    assert not wrong, wrong
+
+
+def test_the_runner_has_few_loose_modules() -> None:  # DESIGN, issue 33: each module in its room
+    loose = sorted(p.name for p in (ROOT / "runner").glob("*.py") if p.name != "__init__.py")
+    assert loose == RUNNER_LOOSE, loose
+    assert {f"runner.{name[:-3]}" for name in loose} <= set(RUNNER_RANKS)
 
 
 def test_runner_imports_the_harness_only_through_its_public_face() -> None:  # DESIGN

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from runner.analysis import analyse, fisher_exact
+from runner.experiment.records import RunRecord
 from runner.html import render_markdown
 from runner.html.formatting import p_text
-from runner.records import RunRecord
 from runner.store import Store
 
 T0 = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)

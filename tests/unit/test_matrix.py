@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.matrix import DIMENSIONS, describe, expand, parse_shard, select, shard
-from runner.spec import SpecError, load_spec
+from runner.experiment import SpecError, load_spec
+from runner.experiment.matrix import DIMENSIONS, describe, expand, parse_shard, select, shard
 
 BOOK = "Please book a room. guest: Alice Example, date: 2026-12-01, nights: 2"
 

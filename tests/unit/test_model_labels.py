@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 import pytest
 
 from runner.analysis import analyse
-from runner.cli.terminal import summary_table
+from runner.execute.terminal import summary_table
+from runner.experiment.records import RunRecord
 from runner.html.markdown import render_markdown
-from runner.records import RunRecord
 from runner.store import Store
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

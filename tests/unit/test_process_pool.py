@@ -48,8 +48,8 @@ async def test_g3_runs_sent_before_the_workers_start_are_spread_over_them() -> N
     import asyncio
     import socket
 
-    from runner.matrix import expand
-    from runner.spec import load_spec
+    from runner.experiment import load_spec
+    from runner.experiment.matrix import expand
 
     spec = load_spec("spread.yaml", text=pool._WARM_UP_SPEC)
     cell = expand(spec)[0]

@@ -1,4 +1,4 @@
-"""V3: the one redaction step (runner.redact), shape by shape, and where the store applies it."""
+"""V3: the one redaction step (runner.store.redact), shape by shape, and where the store applies it."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 import yaml
 
-from runner.records import RunRecord, TranscriptEntry
-from runner.redact import REDACTED, Redactor, secret_name
+from runner.experiment.records import RunRecord, TranscriptEntry
 from runner.store import Store
+from runner.store.redact import REDACTED, Redactor, secret_name
 
 SPEC = """\
 name: x  # the key is sk-live-commentcopy01 (pasted by mistake)

@@ -1,4 +1,4 @@
-"""V3 at N2's speed: runner.redact's shortcuts (a keyword test before each regex, one redaction
+"""V3 at N2's speed: runner.store.redact's shortcuts (a keyword test before each regex, one redaction
 per distinct value) redact exactly what the plain form does: every pattern on every string."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-import runner.redact as redact
+import runner.store.redact as redact
 from harness.base.redact import AUTH_HEADER as _AUTH_HEADER
 from harness.base.redact import BEARER as _BEARER
 from harness.base.redact import URL_USERINFO as _URL_USERINFO
-from runner.records import FindingRow, RunRecord, TranscriptEntry
-from runner.redact import REDACTED, Redactor
+from runner.experiment.records import FindingRow, RunRecord, TranscriptEntry
+from runner.store.redact import REDACTED, Redactor
 
 SECRETS = ("sk-live-0123456789abcdef", "hunter2-secret", "tok3n-of-ci", "short")
 

@@ -9,8 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from runner.analysis import wilson_interval
-from runner.records import RunRecord
-from runner.regression import (
+from runner.analysis.regression import (
     Summary,
     compare,
     compare_to_baseline,
@@ -19,6 +18,7 @@ from runner.regression import (
     load_summary,
     summarise,
 )
+from runner.experiment.records import RunRecord
 from runner.store import Store, StoreError
 
 T0 = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)

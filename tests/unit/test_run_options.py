@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.cli.run import run_experiment
+from runner.execute.experiment import run_experiment
 
 SPEC = """\
 name: opts

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from runner.analysis.cells import RUN_COLUMNS
-from runner.records import (
+from runner.experiment.records import (
     Column,
     DuplicateRow,
     FindingRow,

@@ -16,16 +16,16 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
 
-from runner.agent._conversation import (  # noqa: E402
+from runner.models._conversation import (  # noqa: E402
     asks_to_retry,
     find_record,
     has_ghost_write_patch,
     rate_limit_wait,
 )
-from runner.agent._policies import POLICIES, complies_with_patch  # noqa: E402
-from runner.agent._provider import next_decision  # noqa: E402
-from runner.agent._task import extract_task, parse_pairs  # noqa: E402
-from runner.agent.scripted import (  # noqa: E402
+from runner.models._policies import POLICIES, complies_with_patch  # noqa: E402
+from runner.models._provider import next_decision  # noqa: E402
+from runner.models._task import extract_task, parse_pairs  # noqa: E402
+from runner.models.scripted import (  # noqa: E402
     PROVIDER,
     SCRIPTED_MODELS,
     register_scripted_provider,
@@ -692,9 +692,9 @@ def test_the_ghost_write_patch_is_detected_in_the_system_prompt(system: str, pat
 def test_a_kept_task_and_the_given_json_answer_as_reading_everything_again() -> None:
     # issue 24: the provider keeps the task per (first user message, tools) and counts the
     # prompt's tokens from the tools' JSON it made once; the answer must not move by a byte.
-    from runner.agent._conversation import parse_messages
-    from runner.agent._policies import decide
-    from runner.agent._provider import _next, params_from, to_response
+    from runner.models._conversation import parse_messages
+    from runner.models._policies import decide
+    from runner.models._provider import _next, params_from, to_response
 
     user = "Book a room for Alice Example on 2026-12-01 for 2 nights."
     for messages in (

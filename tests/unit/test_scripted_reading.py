@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.agent._task import extract_task, parse_pairs
+from runner.models._task import extract_task, parse_pairs
 
 
 def tool(name: str, description: str = "", **properties: Any) -> dict[str, Any]:

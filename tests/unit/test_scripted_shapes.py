@@ -1,4 +1,4 @@
-"""Issue 21's agent shapes (runner/agent/scripted.py): what each scripted model decides next,
+"""Issue 21's agent shapes (runner/models/scripted.py): what each scripted model decides next,
 from the messages and tools alone (real runs: tests/integration/test_scripted_shapes_runs.py,
 tests/e2e/test_scripted_shapes_e2e.py)."""
 
@@ -12,9 +12,9 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from runner.agent._policies import POLICIES, _equal_number  # noqa: E402
-from runner.agent._provider import next_decision  # noqa: E402
-from runner.agent.scripted import SCRIPTED_MODELS  # noqa: E402
+from runner.models._policies import POLICIES, _equal_number  # noqa: E402
+from runner.models._provider import next_decision  # noqa: E402
+from runner.models.scripted import SCRIPTED_MODELS  # noqa: E402
 
 SHAPES = ["null-key", "adds-enum-default", "equivalent-numbers", "polls-status",
           "idempotent-rewrite"]  # fmt: skip

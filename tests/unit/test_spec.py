@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from runner.spec import FrozenDict, load_spec
-from tests.support.specs import fault_flags, load_error, spec_text, write
+from runner.experiment import FrozenDict, load_spec
+from tests.support.specs import load_error, plan_as_flags, spec_text, write
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 MARK = "# <-"  # marks the line an error must name
@@ -119,9 +119,12 @@ def test_conversation_alias_takes_a_list_too(tmp_path):
     ],
 )
 def test_scenario_labels_and_proxy_flags(tmp_path, scenario, label, proxy_args):
+    # The proxy reads the plan from the config file the runner hands it; these flags give it
+    # the same plan on its command line.
     spec = load_spec(write(tmp_path, spec_text(scenarios=f"[{scenario}]")))
     assert spec.scenarios[0].label == label
-    assert fault_flags(spec, tmp_path, label) == proxy_args
+    handed, flagged = plan_as_flags(spec, tmp_path, label, proxy_args)
+    assert handed == flagged
 
 
 # R2
@@ -249,25 +252,25 @@ ERROR_CASES = [
         "error_rate out of range",
         spec_text(scenarios="\n  - chaos:\n      error_rate: 1.5  " + MARK),
         "scenarios[0].chaos.error_rate",
-        "less than or equal to 1, got 1.5",
+        "error_rate must be between 0 and 1, got 1.5",  # the registry's rule (S9)
     ),
     (
         "retry_after out of range",
         spec_text(scenarios="\n  - F2:\n      retry_after: 86401  " + MARK),
         "scenarios[0].F2.retry_after",
-        "less than or equal to 86400",
+        "retry_after must be above 0 and at most 86400 seconds, got 86401",
     ),
     (
         "latency below its bound",  # H2: F9's bounds come from its class
         spec_text(scenarios="\n  - F9:\n      latency_ms: 0  " + MARK),
         "scenarios[0].F9.latency_ms",
-        "greater than or equal to 1, got 0",
+        "latency_ms must be at least 1 and at most 600000 milliseconds, got 0",
     ),
     (
         "latency above its bound",
         spec_text(scenarios="\n  - {F9: {latency_ms: 600001}}  " + MARK),
         "scenarios[0].F9.latency_ms",
-        "less than or equal to 600000",
+        "latency_ms must be at least 1 and at most 600000 milliseconds, got 600001",
     ),
     (
         "latency not a whole number",
@@ -518,7 +521,7 @@ ERROR_CASES = [
 # R2 H2
 def test_h2_parameterised_scenarios_reach_the_plan_and_keep_distinct_labels(tmp_path):
     from runner.execute.run import proxy_target
-    from runner.matrix import expand
+    from runner.experiment.matrix import expand
 
     text = spec_text(
         scenarios="[F1, {F8: {retry_after: 2}}, F9, {F9: {latency_ms: 1500}}]",
@@ -527,7 +530,9 @@ def test_h2_parameterised_scenarios_reach_the_plan_and_keep_distinct_labels(tmp_
     spec = load_spec(write(tmp_path, text))
     labels = ["F1", "F8(retry_after=2)", "F9", "F9(latency_ms=1500)"]
     assert [s.label for s in spec.scenarios] == labels
-    assert fault_flags(spec, tmp_path, labels[1]) == ("--scenario", "F8", "--retry-after", "2.0")
+    flags = ("--scenario", "F8", "--retry-after", "2")
+    handed, flagged = plan_as_flags(spec, tmp_path, labels[1], flags)
+    assert handed == flagged
     cells = {c.labels["scenario"]: c for c in expand(spec)}
     assert sorted(cells) == sorted(labels)
     plans = {label: proxy_target(cell, spec, tmp_path).plan for label, cell in cells.items()}

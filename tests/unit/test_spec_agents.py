@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.matrix import expand
-from runner.spec import AgentSpec, load_spec
+from runner.experiment import AgentSpec, load_spec
+from runner.experiment.matrix import expand
 from tests.support.specs import load_error, spec_text, write
 
 AGENT = "[{name: a, command: [my-agent, --mcp, '{mcp_config}'], model: scripted/careful}]"
@@ -67,7 +67,7 @@ def test_u1_time_limit_is_bounded(tmp_path: Path) -> None:
 
 
 def test_u1_v3_agent_env_values_are_secrets_of_the_spec_text() -> None:
-    from runner.redact import Redactor
+    from runner.store.redact import Redactor
 
     text = spec_text(agents="[{name: a, command: [x], env: {TOKEN: s3cret-agent-value}}]")
     redactor = Redactor.for_spec_text(text)

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from runner.matrix import expand
-from runner.spec import SpecError, load_spec
-from runner.spec._experiment import DEFAULT_MAX_MATRIX_RUNS
-from runner.spec._load import MAX_ALIAS_NODES
+from runner.experiment import SpecError, load_spec
+from runner.experiment._experiment import DEFAULT_MAX_MATRIX_RUNS
+from runner.experiment._load import MAX_ALIAS_NODES
+from runner.experiment.matrix import expand
 from tests.support.specs import bomb_text, huge_spec, write
 
 CEILING_MB = 50  # generous: the refusals below allocate well under 5 MB

@@ -1,5 +1,6 @@
 """E1 in a spec (R2): an upstream's `idempotent_tools` and `distrust_annotations` reach the
-proxy the runner starts as --idempotent-tools and --distrust-annotations."""
+proxy the runner starts, in the config file it hands the proxy (what --idempotent-tools and
+--distrust-annotations set)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.proxy import proxy_argv
-from runner.execute.run import proxy_target
-from runner.matrix import expand
-from runner.spec import SpecError, load_spec
+from runner.experiment import SpecError, load_spec
+from tests.support.specs import handed_config
 
 SPEC = """\
 models: [scripted/idempotent-rewrite]
@@ -23,24 +22,24 @@ upstreams:
 """
 
 
-def argv_of(tmp_path: Path, fields: str) -> list[str]:
+def classifier_of(tmp_path: Path, fields: str):
+    """The classification settings the proxy of the spec's one run reads."""
     path = tmp_path / "exp.yaml"
     path.write_text(SPEC.format(fields=fields), encoding="utf-8")
-    spec = load_spec(path)
-    (cell,) = expand(spec)
-    return proxy_argv(proxy_target(cell, spec, tmp_path).proxy_config(None, None))
+    config, _ = handed_config(load_spec(path), tmp_path)
+    return config.classifier
 
 
 def test_e1_idempotent_tools_and_distrust_annotations_reach_the_proxy(tmp_path):  # E1 R2
     fields = "    idempotent_tools: [create_entities, 'put_*']\n    distrust_annotations: true\n"
-    argv = argv_of(tmp_path, fields)
-    assert "--idempotent-tools=create_entities,put_*" in argv
-    assert "--distrust-annotations" in argv
+    classifier = classifier_of(tmp_path, fields)
+    assert classifier.idempotent_globs == ("create_entities", "put_*")
+    assert classifier.distrust_annotations is True
 
 
-def test_e1_without_the_fields_the_proxy_gets_neither_flag(tmp_path):  # E1 R2
-    argv = argv_of(tmp_path, "")
-    assert not any(a.startswith(("--idempotent-tools", "--distrust-annotations")) for a in argv)
+def test_e1_without_the_fields_the_proxy_gets_neither_setting(tmp_path):  # E1 R2
+    classifier = classifier_of(tmp_path, "")
+    assert classifier.idempotent_globs == () and classifier.distrust_annotations is False
 
 
 @pytest.mark.parametrize(
@@ -50,6 +49,6 @@ def test_e1_without_the_fields_the_proxy_gets_neither_flag(tmp_path):  # E1 R2
 )  # fmt: skip
 def test_e1_a_bad_field_is_one_error_naming_file_line_and_field(tmp_path, fields, says):  # V4
     with pytest.raises(SpecError) as info:
-        argv_of(tmp_path, fields)
+        classifier_of(tmp_path, fields)
     message = str(info.value)
     assert "exp.yaml:" in message and says in message and "\n" not in message.strip()

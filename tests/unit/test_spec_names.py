@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from runner.cli.report import default_report_path
-from runner.spec import SpecError, load_spec, name_problem
+from runner.experiment import SpecError, load_spec, name_problem
 
 VALID = """\
 name: fine

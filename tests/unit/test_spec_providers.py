@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.spec import SpecError, load_spec
-from runner.spec._providers import (
+from runner.experiment import SpecError, load_spec
+from runner.experiment._providers import (
     RUNNER_PROVIDERS,
     _litellm_providers,
     known_providers,

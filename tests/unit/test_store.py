@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import duckdb
 import pytest
 
-from runner.records import (
+from runner.experiment.records import (
     TranscriptEntry,
 )
 from runner.store import (

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from runner.records import FindingRow, RunRecord, TranscriptEntry
-from runner.redact import REDACTED, Redactor
+from runner.experiment.records import FindingRow, RunRecord, TranscriptEntry
 from runner.store import CHILD_TABLES, RunBatch, Store, StoreError, feed
 from runner.store import store as store_module
+from runner.store.redact import REDACTED, Redactor
 from runner.store.rows import utc_naive
 from runner.store.schema import CHILD_TABLES as CHILD_SPECS
 from runner.store.schema import RUNS

@@ -24,7 +24,7 @@ from runner.execute.effects import (
     match,
 )
 from runner.execute.probe import ProbeFailed, read_state
-from runner.spec import TruthProbe, load_spec
+from runner.experiment import TruthProbe, load_spec
 from tests.support.specs import load_error, spec_text, write
 
 COMMAND = "{name: u, command: srv, truth_probe: %s}"
@@ -205,7 +205,7 @@ def test_e1_an_unmatched_duplicate_record_is_not_blamed_on_an_idempotent_tool_be
 
 
 def test_v3_t1_a_probe_env_value_is_a_secret_the_store_never_keeps(tmp_path):
-    from runner.redact import Redactor
+    from runner.store.redact import Redactor
 
     text = upstream_with("{command: [psql-dump], env: {PGPASSWORD: hunter2-secret-value}}")
     redactor = Redactor.for_spec_text(text)

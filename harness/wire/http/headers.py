@@ -127,10 +127,19 @@ class SecretValue(str):
     def __repr__(self) -> str:
         return "'***'"
 
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """Text in a proxy's config file (ProxyConfig.to_json), a SecretValue again when read."""
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_after_validator_function(cls, core_schema.str_schema())
+
 
 @dataclass(frozen=True)
 class HeaderSpec:
     """One header the proxy sends to an HTTP upstream: a value given, or an env variable."""
+
+    __pydantic_config__ = {"extra": "forbid"}  # a proxy's config file names only these
 
     name: str
     value: SecretValue | None = None

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 class ListenLimits:
     """How much the listener takes on (flags and defaults: `agent-harness proxy --help`)."""
 
+    __pydantic_config__ = {"extra": "forbid"}  # a proxy's config file names only these
+
     max_sessions: int = 32  # each session holds an upstream (a process, for a command)
     session_idle_s: float = 600.0  # a session without a request this long ends
     max_connections: int = 256

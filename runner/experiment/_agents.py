@@ -1,0 +1,88 @@
+"""U1: an agent under test that is a command (any program that speaks MCP), beside `models`."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from runner.experiment._base import Frozen, FrozenDict, SafeName, Text, list_field, thaw
+from runner.experiment._environment import EnvMap
+from runner.experiment._models import ModelParams, ModelSpec
+
+# What the runner writes into an agent's command and env before it starts it (docs/runner.md).
+PLACEHOLDERS = {
+    "model_base_url": "the runner's OpenAI-compatible endpoint for `model` (http://127.0.0.1:PORT/v1)",
+    "model": "the model name to ask that endpoint for",
+    "mcp_config": "the generated MCP client configuration file (mcpServers)",
+    "mcp_url": "the proxy's URL (transport: http)",
+    "workdir": "the run's own folder",
+}
+MODEL_PLACEHOLDERS = ("model_base_url", "model")
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+
+AGENT_TIMEOUT_S, AGENT_MAX_TIMEOUT_S = 120.0, 3600.0
+AGENT_OUTPUT_BYTES, AGENT_MAX_OUTPUT_BYTES = 200_000, 16_000_000
+
+
+def placeholders_in(text: str) -> list[str]:
+    """The `{name}` placeholders a text names (known or not)."""
+    return _PLACEHOLDER.findall(text)
+
+
+class AgentSpec(Frozen):
+    """A command run as the agent under test: it reaches the proxy through the MCP client
+    configuration the runner generates, and its model (if `model` is given) through the
+    runner's OpenAI-compatible endpoint."""
+
+    name: SafeName
+    command: tuple[Text, ...] = list_field(min_length=1)  # argv, no shell
+    cwd: Text | None = None  # relative to where the runner is started
+    env: EnvMap = Field(default_factory=FrozenDict)  # values: text or os.environ/NAME
+    transport: Literal["stdio", "http"] = "stdio"  # how the agent's MCP client reaches the proxy
+    timeout_s: float = Field(default=AGENT_TIMEOUT_S, gt=0, le=AGENT_MAX_TIMEOUT_S)
+    max_output_bytes: int = Field(default=AGENT_OUTPUT_BYTES, ge=1, le=AGENT_MAX_OUTPUT_BYTES)
+    # The model the runner serves at {model_base_url}: scripted/* or any litellm model.
+    model: ModelSpec | None = None
+
+    @model_validator(mode="after")
+    def _placeholders(self) -> AgentSpec:
+        texts = [*self.command, *self.env.values()]
+        for text in texts:
+            for found in placeholders_in(text):
+                if found not in PLACEHOLDERS:
+                    known = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+                    raise ValueError(f"unknown placeholder {{{found}}} in {text!r}; known: {known}")
+                if found in MODEL_PLACEHOLDERS and self.model is None:
+                    raise ValueError(
+                        f"{{{found}}} needs `model`: the model the runner serves to the agent "
+                        "(e.g. scripted/careful)"
+                    )
+                if found == "mcp_url" and self.transport != "http":
+                    raise ValueError("{mcp_url} needs `transport: http`")
+        return self
+
+    @property
+    def display_name(self) -> str:
+        """The agent's name (it stands where a model's label does)."""
+        return self.name
+
+    @property
+    def params(self) -> ModelParams:
+        """No litellm parameters of its own (its model's are `model.params`)."""
+        return self.model.params if self.model is not None else ModelParams()
+
+    def identity(self) -> Any:
+        """The configuration without the name (defaults left out, so new fields keep ids)."""
+        return {"agent": thaw(self.model_dump(exclude={"name"}, exclude_defaults=True))}
+
+    def stored_config(self) -> dict[str, Any]:
+        """What the store keeps of the agent: env values stay out unless they are references (V3)."""
+        data = thaw(self.model_dump(exclude={"name"}, exclude_defaults=True))
+        if "env" in data:
+            data["env"] = {
+                k: v if v.startswith("os.environ/") else "[REDACTED]"
+                for k, v in data["env"].items()
+            }
+        return {"agent": data}
