@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.base.redact import REDACT_MARGIN, TextRedactor, argv_secrets
 from harness.proxy import CallReceived, value_key
 from runner.execute.connect import (
     EVENT_LOG_FILE,
@@ -280,7 +281,9 @@ async def run_agent(
         # a child in another process group may keep the pipe open: what came so far is kept
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(task, PIPE_WAIT_S)
-    texts = [k.text() for k in kept]
+    # V15: redacted before it is cut, with what the agent was given as secrets.
+    redactor = TextRedactor([*(env[k] for k in agent.env if k in env), *argv_secrets(argv)])
+    texts = [k.text(redactor) for k in kept]
     # The pipes a left-over child holds are closed on our side (the process has exited).
     transport = getattr(proc, "_transport", None)
     if transport is not None:
@@ -307,7 +310,8 @@ def _kill_group(pid: int) -> None:
 
 
 class _Kept:
-    """A stream's first `limit` bytes (the rest read and counted, never kept)."""
+    """A stream's first `limit` bytes, and `REDACT_MARGIN` more so that a secret the cut would
+    split is still whole when the text is redacted (the rest read and counted, never kept)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -316,13 +320,13 @@ class _Kept:
 
     async def read(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(65536):
-            room = max(0, self.limit - len(self.kept))
+            room = max(0, self.limit + REDACT_MARGIN - len(self.kept))
             self.kept += chunk[:room]
             self.dropped += len(chunk) - min(room, len(chunk))
 
-    def text(self) -> str:
-        text = self.kept.decode("utf-8", "replace")
-        return text + (f"\n[... {self.dropped:,} more bytes not kept]" if self.dropped else "")
+    def text(self, redactor: TextRedactor) -> str:
+        """What was kept, redacted, then cut to `limit` bytes (V15)."""
+        return redactor.cut(self.kept.decode("utf-8", "replace"), self.limit, self.dropped)
 
 
 async def _report_finished(path: Path, limit_s: float) -> None:
