@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from harness.base.errors import UpstreamError
+from harness.base.reaper import ProcessTree, exited
 from harness.base.textsafe import terminal
 from harness.wire.fdlines import (
     FileLineReader,
@@ -274,9 +275,11 @@ class UpstreamProcess:
         proc: asyncio.subprocess.Process,
         max_bytes: int,
         supervisor: GroupSupervisor | None = None,
+        tree: ProcessTree | None = None,
     ) -> None:
         self.proc = proc
         self.supervisor = supervisor
+        self.tree = tree
         assert proc.stdout is not None and proc.stdin is not None
         self.reader: LineReader = _UntilExit(StreamLineReader(proc.stdout, max_bytes), self)
         self.writer: LineWriter = StreamLineWriter(proc.stdin)
@@ -297,33 +300,33 @@ class UpstreamProcess:
         if cwd is not None and not os.path.isdir(cwd):
             what = "does not exist" if not os.path.exists(cwd) else "is not a folder"
             raise UpstreamError(f"--upstream-cwd {cwd} {what}")
+        # V16: the upstream and everything it starts, `setsid` children too, end with it.
+        tree = ProcessTree()
         try:
-            proc = await asyncio.create_subprocess_exec(
-                command,
-                *args,
+            proc = await tree.start(
+                [command, *args],
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=cwd,
                 env={**os.environ, **env},
-                start_new_session=True,  # its own process group: wrappers' children die with it
                 limit=max_bytes + 1,
             )
         except OSError as exc:
+            await tree.aend()
             raise UpstreamError(
                 f"cannot start upstream {command!r}: {exc.strerror or exc}"
             ) from exc
-        # V7: its group dies with us, even if we are SIGKILLed.
+        # V7: its group (and its cgroup) dies with us, even if we are SIGKILLed.
         try:
-            supervisor = await GroupSupervisor.start(proc.pid)
+            supervisor = await GroupSupervisor.start(proc.pid, tree.kill_file())
         except OSError as exc:  # e.g. out of file descriptors (V10): no unwatched upstream
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            await tree.aend()
             await proc.wait()
             raise UpstreamError(
                 f"cannot start upstream {command!r}: {exc.strerror or exc}"
             ) from exc
-        return cls(proc, max_bytes, supervisor)
+        return cls(proc, max_bytes, supervisor, tree)
 
     async def _pump_stderr(self) -> None:
         stream = self.proc.stderr
@@ -346,9 +349,10 @@ class UpstreamProcess:
         return self.proc.returncode
 
     async def wait_exit(self, timeout: float) -> bool:
-        """True when the process has exited within `timeout` seconds."""
+        """True when the process has exited within `timeout` seconds (its own exit: a
+        process it left may hold its pipes, V16)."""
         try:
-            await asyncio.wait_for(self.proc.wait(), timeout)
+            await asyncio.wait_for(exited(self.proc), timeout)
         except TimeoutError:
             return False
         return True
@@ -390,12 +394,11 @@ class UpstreamProcess:
             if not await self.wait_exit(grace):
                 self._signal_group(signal.SIGKILL)
                 await self.wait_exit(grace)
-        # The leader may be gone while children of a wrapper (sh -c, npx) still hold the group.
-        if self._group_alive():
-            self._signal_group(signal.SIGTERM)
-            deadline = asyncio.get_running_loop().time() + grace
-            while self._group_alive() and asyncio.get_running_loop().time() < deadline:
-                await asyncio.sleep(0.02)  # polling processes that are not our children
+        # The leader may be gone while what it started (children of a wrapper such as sh -c
+        # or npx, a daemon in a session of its own) still runs: the tree ends all of it (V16).
+        if self.tree is not None:
+            await self.tree.aend()
+        elif self._group_alive():
             self._signal_group(signal.SIGKILL)
         if self.supervisor is not None:
             await self.supervisor.stop()
