@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import pytest
 import yaml
 
 from harness.base import reaper
+from tests.support.leftovers import gone, leaver
 from tests.support.paths import COUNTING_SERVER
 from tests.support.proxyproc import DEADLINE_S
 
@@ -36,48 +36,9 @@ def env(request: pytest.FixtureRequest) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "AGENT_HARNESS_CGROUPS"}
 
 
-def daemon_starter(folder: Path, name: str, then: list[str], say: str = "") -> list[str]:
-    """argv of a program that starts a daemon (new session, double fork, sleeping, holding
-    the program's stdout and stderr) that writes its pid to `<name>.pid`, prints `say`, then
-    becomes `then` (exec) or exits 0."""
-    pidfile = folder / f"{name}.pid"
-    script = folder / f"{name}.py"
-    become = f"os.execv({then[0]!r}, {then!r})\n" if then else ""
-    script.write_text(
-        "import os, sys, time\n"
-        "if os.fork() == 0:\n"
-        "    os.setsid()\n"
-        "    if os.fork() == 0:\n"
-        f"        open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
-        "        time.sleep(300)\n"
-        "    os._exit(0)\n"
-        "os.wait()\n"
-        f"if {say!r}: print({say!r}, flush=True)\n" + become
-    )
-    return [sys.executable, str(script)]
-
-
-def gone(pidfile: Path) -> bool:
-    """Whether the process named in `pidfile` has ended (bounded wait); kills it if not."""
-    deadline = time.monotonic() + DEADLINE_S
-    while not pidfile.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    pid = int(pidfile.read_text())
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-        except OSError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.02)
-    os.kill(pid, signal.SIGKILL)  # not left behind for the next test
-    return False
-
-
 def _proxy_argv(agent_harness_bin: Path, tmp_path: Path) -> list[str]:
     server = [sys.executable, str(COUNTING_SERVER), f"--ground-truth={tmp_path / 'truth.jsonl'}"]
-    upstream = daemon_starter(tmp_path, "upstream-daemon", server)
+    upstream = leaver(tmp_path, "upstream-daemon", then=server)
     return [str(agent_harness_bin), "proxy", f"--upstream-command={upstream[0]}",
             *(f"--upstream-arg={a}" for a in upstream[1:])]  # fmt: skip
 
@@ -119,8 +80,8 @@ def test_v16_run_ends_with_a_probe_and_an_agent_that_leave_setsid_grandchildren(
 ):
     # V16: the probe's grandchild held its output pipe and `run` never ended; the agent's
     # setsid children outlived the run.
-    probe = daemon_starter(tmp_path, "probe-daemon", [], say="row-1")
-    agent = daemon_starter(tmp_path, "agent-daemon", [], say="agent done")
+    probe = leaver(tmp_path, "probe-daemon", say="row-1")
+    agent = leaver(tmp_path, "agent-daemon", say="agent done")
     spec = {
         "name": "trees",
         "agents": [{"name": "leaver", "command": agent, "transport": "http", "timeout_s": 60}],

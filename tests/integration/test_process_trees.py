@@ -10,7 +10,6 @@ import asyncio
 import os
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -18,8 +17,9 @@ from harness.base import reaper
 from runner.execute.command import run_agent
 from runner.execute.probe import read_state
 from runner.experiment import AgentSpec, TruthProbe
+from tests.support.leftovers import gone, leaver
 
-DEADLINE_S = 10.0
+DEADLINE_S = 10.0  # any wait on a process here
 
 
 @pytest.fixture(params=["cgroup", "sweep"])
@@ -34,49 +34,14 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
     return str(request.param)
 
 
-def leaver(pidfile: Path, *, clear_env: bool = False, say: str = "done") -> list[str]:
-    """A program that prints `say`, leaves a grandchild in a new session (holding its stdout
-    and stderr, sleeping), writes the grandchild's pid to `pidfile`, and exits 0."""
-    exec_ = "os.execve('/bin/sleep', ['sleep', '300'], {})" if clear_env else "time.sleep(300)"
-    script = (
-        "import os, sys, time\n"
-        "if os.fork() == 0:\n"
-        "    os.setsid()\n"
-        "    if os.fork() == 0:\n"
-        f"        open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
-        f"        {exec_}\n"
-        "    os._exit(0)\n"
-        "os.wait()\n"
-        f"print({say!r}, flush=True)\n"
-    )
-    program = pidfile.with_suffix(".py")
-    program.write_text(script)
-    return [sys.executable, str(program)]
-
-
-def gone(pidfile: Path) -> bool:
-    """Whether the process named in `pidfile` has ended (waiting for it, bounded)."""
-    pid = int(pidfile.read_text())
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-        except OSError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.02)
-    os.kill(pid, 9)  # do not leave it behind for the next test
-    return False
-
-
 def test_v16_a_tree_ends_a_setsid_grandchild_and_its_pipe_reaches_its_end(tmp_path, mode):
     # V16
     pidfile = tmp_path / "grandchild.pid"
 
     async def main() -> bytes:
         tree = reaper.ProcessTree()
-        proc = await tree.start(leaver(pidfile), stdout=asyncio.subprocess.PIPE)
+        argv = leaver(tmp_path, "grandchild", say="done")
+        proc = await tree.start(argv, stdout=asyncio.subprocess.PIPE)
         assert proc.stdout is not None
         first = await asyncio.wait_for(proc.stdout.readline(), DEADLINE_S)
         assert await tree.aend() >= 1
@@ -97,7 +62,8 @@ def test_v16_a_cgroup_ends_even_a_grandchild_that_cleared_its_environment(tmp_pa
 
     async def main() -> None:
         tree = reaper.ProcessTree()
-        proc = await tree.start(leaver(pidfile, clear_env=True), stdout=asyncio.subprocess.PIPE)
+        argv = leaver(tmp_path, "grandchild", say="done", clear_env=True)
+        proc = await tree.start(argv, stdout=asyncio.subprocess.PIPE)
         assert proc.stdout is not None
         await asyncio.wait_for(proc.stdout.readline(), DEADLINE_S)
         await tree.aend()
@@ -111,12 +77,13 @@ def test_v16_an_outer_tree_ends_what_an_inner_tree_left(tmp_path, mode):
     # proxy dies before it could end its upstream's tree. The run's end of the outer tree
     # still finds the daemon (the inner token is listed after the outer one).
     pidfile = tmp_path / "grandchild.pid"
+    inner = leaver(tmp_path, "grandchild", say="done")
     inner_program = (
         "import asyncio, sys\n"
         "from harness.base.reaper import ProcessTree\n"
         "async def main():\n"
         "    tree = ProcessTree()\n"
-        f"    proc = await tree.start({leaver(pidfile)!r}, stdout=asyncio.subprocess.PIPE)\n"
+        f"    proc = await tree.start({inner!r}, stdout=asyncio.subprocess.PIPE)\n"
         "    await proc.stdout.readline()\n"
         "    print('inner started', flush=True)\n"
         "asyncio.run(main())\n"
@@ -149,7 +116,7 @@ def test_v16_the_tree_never_ends_the_process_that_ends_it():
 def test_v16_a_probe_that_leaves_a_setsid_grandchild_gives_its_records_at_once(tmp_path, mode):
     # V16: the probe's output pipe, held by its grandchild, hung `run` (the drain waited).
     pidfile = tmp_path / "grandchild.pid"
-    probe = TruthProbe(command=tuple(leaver(pidfile, say="row-1")), timeout_s=60)
+    probe = TruthProbe(command=tuple(leaver(tmp_path, "grandchild", say="row-1")), timeout_s=60)
     started = time.monotonic()
     state = asyncio.run(read_state(probe))
     assert dict(state) == {"row-1": 1}
@@ -161,7 +128,8 @@ def test_v16_a_command_agents_setsid_children_end_with_the_run(tmp_path, mode):
     # V16: they outlived the run.
     pidfile = tmp_path / "grandchild.pid"
     agent = AgentSpec(name="a", command=("x",), timeout_s=60)
-    code, timed_out, output = asyncio.run(run_agent(leaver(pidfile), tmp_path, dict(os.environ), agent))
+    argv = leaver(tmp_path, "grandchild", say="done")
+    code, timed_out, output = asyncio.run(run_agent(argv, tmp_path, dict(os.environ), agent))
     assert (code, timed_out) == (0, False)
     assert output[0].role == "stdout" and output[0].content == "done\n"
     assert gone(pidfile)
