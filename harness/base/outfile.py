@@ -30,15 +30,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.base.errors import OutputFileError
+from harness.base.errors import OutputFileError, no_space
 
 STDOUT = "-"
 _MAX_SYMLINKS = 40  # as the kernel's path walk (ELOOP)
 _PSEUDO_FS = (Path("/proc"), Path("/sys"))
 
 
-def _reason(exc: OSError) -> str:
-    return exc.strerror or str(exc)
+def _reason(exc: OSError, path: str | os.PathLike[str] | None = None) -> str:
+    """Why an OS call failed, in words; a full disk names the disk (V20): the disk that holds
+    `path` when the error does not name a file."""
+    return no_space(exc, path) or exc.strerror or str(exc)
 
 
 def kind_of(mode: int) -> str:
@@ -109,7 +111,7 @@ def resolve(path: str | os.PathLike[str], what: str = "output file", *,
                 continue
             except OSError as exc:
                 raise OutputFileError(
-                    f"{shown}: cannot create folder {candidate}: {_reason(exc)}"
+                    f"{shown}: cannot create folder {candidate}: {_reason(exc, shown)}"
                 ) from exc
             current = candidate
             continue
@@ -222,7 +224,7 @@ class WriterLock:
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             except OSError as exc:
-                raise OutputFileError(f"{shown}: cannot lock the {what}: {_reason(exc)}") from exc
+                raise OutputFileError(f"{shown}: cannot lock the {what}: {_reason(exc, shown)}") from exc
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -235,7 +237,7 @@ class WriterLock:
                 ) from None
             except OSError as exc:
                 os.close(fd)
-                raise OutputFileError(f"{shown}: cannot lock the {what}: {_reason(exc)}") from exc
+                raise OutputFileError(f"{shown}: cannot lock the {what}: {_reason(exc, shown)}") from exc
             try:
                 same = os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
@@ -335,7 +337,7 @@ def _replace(dir_fd: int, target: Target, payload: bytes, shown: str, what: str)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                      mode, dir_fd=dir_fd)
     except OSError as exc:
-        raise OutputFileError(f"{shown}: cannot write the {what}: {_reason(exc)}") from exc
+        raise OutputFileError(f"{shown}: cannot write the {what}: {_reason(exc, shown)}") from exc
     try:
         try:
             view = memoryview(payload)
@@ -347,7 +349,7 @@ def _replace(dir_fd: int, target: Target, payload: bytes, shown: str, what: str)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
-        raise OutputFileError(f"{shown}: cannot write the {what}: {_reason(exc)}") from exc
+        raise OutputFileError(f"{shown}: cannot write the {what}: {_reason(exc, shown)}") from exc
     except OutputFileError:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
@@ -400,7 +402,7 @@ def open_append(path: str | os.PathLike[str], what: str = "output file") -> int:
     try:
         fd = os.open(target.path, flags, 0o644)
     except OSError as exc:
-        raise OutputFileError(f"{shown}: cannot open the {what}: {_reason(exc)}") from exc
+        raise OutputFileError(f"{shown}: cannot open the {what}: {_reason(exc, shown)}") from exc
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):  # swapped in after the check
         os.close(fd)
