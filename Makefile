@@ -6,6 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 E2E_STAMP := tests/e2e/thirdparty/node_modules/.installed-stamp
 RAY_STAMP := $(VENV)/.ray-stamp
+OTEL_STAMP := $(VENV)/.otel-stamp
 CONFORMANCE_STAMP := tests/e2e/conformance/node_modules/.installed-stamp
 # The local model server lives in its own environment: a separate process reached over HTTP,
 # whose dependencies (fastapi, uvicorn, numpy) stay out of the project's.
@@ -37,7 +38,7 @@ LLAMA_CPP        := $(shell grep -o '^llama-cpp-python[^ ]*' requirements-local.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 LLAMA_WHEELS     := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/agent-harness/wheels/$(shell printf '%s %s' '$(LLAMA_CPP)' '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-16)
 
-.PHONY: setup run run-local test bench lint docs e2e-deps ray-deps conformance-deps local-deps corpus-deps agents-deps survey clean
+.PHONY: setup run run-local test bench lint docs e2e-deps ray-deps otel-deps conformance-deps local-deps corpus-deps agents-deps survey clean
 
 setup: $(STAMP)
 
@@ -53,6 +54,14 @@ ray-deps: $(RAY_STAMP)
 $(RAY_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[dev,ray]'
 	touch $(RAY_STAMP)
+
+# OpenTelemetry, an optional extra: the SDK and the OTLP exporter for --otel (their tests decode
+# what the proxy sends with opentelemetry-proto, which the exporter brings).
+otel-deps: $(OTEL_STAMP)
+
+$(OTEL_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[dev,otel]'
+	touch $(OTEL_STAMP)
 
 # Third-party MCP servers from npm for the end-to-end tests (installed locally, pinned by the lock file).
 e2e-deps: $(E2E_STAMP)
@@ -145,7 +154,7 @@ TEST_WORKERS ?= 6
 # Bytecode of the project's own modules first: an environment with PYTHONDONTWRITEBYTECODE set
 # would otherwise compile them again in every `agent-harness` process a test starts (~0.25 s
 # of CPU each on the development machine); a stale file is only ignored, never wrong.
-test: setup ray-deps e2e-deps conformance-deps corpus-deps agents-deps
+test: setup ray-deps otel-deps e2e-deps conformance-deps corpus-deps agents-deps
 	$(BIN)/python -m compileall -q harness runner > /dev/null
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=15
 

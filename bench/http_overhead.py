@@ -106,7 +106,7 @@ def endpoints(pair: str) -> tuple[object, object]:
     """(direct, proxied) for an agent side - upstream side pair."""
     stdio_up = [sys.executable, str(UPSTREAM)]
     http_up = [sys.executable, str(UPSTREAM), "--http", "127.0.0.1:0"]
-    proxy = [str(AGENT_HARNESS), "proxy", "--audit-tools", "off"]
+    proxy = [str(AGENT_HARNESS), "proxy", "--audit-tools", "off", "--no-report-file"]
     agent, upstream = pair.split("-")
     if upstream == "http":
         direct: object = HttpEndpoint(http_up, "direct HTTP upstream")

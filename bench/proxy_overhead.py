@@ -116,8 +116,8 @@ def run_session(
         *profiler, str(AGENT_HARNESS), "proxy", "--upstream-command", sys.executable,
         "--upstream-arg", str(UPSTREAM), "--audit-tools", "off",
     ]  # fmt: skip
-    if report_file is not None:
-        proxy_argv += ["--report-file", str(report_file)]
+    # "report file off" is --no-report-file: without either flag the proxy keeps a default one
+    proxy_argv += ["--report-file", str(report_file)] if report_file else ["--no-report-file"]
     direct, proxied = Endpoint(upstream, "direct upstream"), Endpoint(proxy_argv, "proxy")
     samples = Samples()
     started = time.perf_counter()

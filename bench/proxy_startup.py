@@ -55,7 +55,7 @@ async def one_start() -> tuple[float, float, float]:
 
 def proxy_to_initialize() -> float:
     argv = [str(AGENT_HARNESS), "proxy", "--upstream-command", sys.executable,
-            "--upstream-arg", str(UPSTREAM), "--audit-tools", "off"]
+            "--upstream-arg", str(UPSTREAM), "--audit-tools", "off", "--no-report-file"]
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                        "clientInfo": {"name": "bench", "version": "0"}}}

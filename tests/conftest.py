@@ -29,11 +29,14 @@ def _fresh_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
 
 @pytest.fixture(scope="session", autouse=True)
 def _cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Caches the tools keep in the user's cache folder (the compiled report templates) go to
-    one folder of this test session, shared by its workers, not to the real ~/.cache."""
+    """Caches the tools keep in the user's cache folder (the compiled report templates) and
+    the reports a proxy keeps by default go to folders of this test session, shared by its
+    workers, not to the real ~/.cache and ~/.local/state."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if base.name.startswith("popen-gw") else base  # xdist: one per worker
     os.environ["XDG_CACHE_HOME"] = str(shared / "xdg-cache")
+    # Q3: a proxy started without --report-file keeps its report under the state folder
+    os.environ["XDG_STATE_HOME"] = str(shared / "xdg-state")
 
 
 @pytest.fixture
@@ -59,6 +62,7 @@ LONGEST_FIRST = (  # the longest files (or classes) of a full run, longest first
     "test_process_pool_e2e.py", "test_frameworks_e2e.py",
     "test_conformance.py", "test_shards_merge.py", "test_proxy_http.py",
     "test_command_agent_e2e.py", "test_runner_http.py", "test_exit_codes.py",
+    "test_readme_e2e.py", "test_first_hour_e2e.py",
     "test_corpus_e2e.py", "test_proxy_http_clients.py", "test_proxy_e2e.py", "test_sweep_cli.py",
     "test_proxy_git_modern.py", "test_runner_e2e.py", "test_proxy_http_faults.py",
     "test_cassette_e2e.py", "test_effects_real_servers.py", "test_report_browser.py",

@@ -632,6 +632,14 @@ class Judge:
     def op_count(self) -> int:
         return len(self._ops)
 
+    def index_of(self, operation: str) -> int | None:
+        """The index of the operation a call's `operation` id names (K2), or None when no
+        write call made it; for what is said after a session (I3), not on a call's path."""
+        found = self._ops_by_id.get(_compact(operation))
+        if found is None:
+            return None
+        return found.index if isinstance(found, OpState) else marshal.loads(found)[0]
+
     def tool_of(self, index: int) -> str:
         op = self._ops[index]
         return op.tool if isinstance(op, OpState) else self._unpacked(op).tool

@@ -8,7 +8,7 @@ itself), then read its event log (`read_event_log`); `proxy_main` is the whole
 runner, and a Ray worker executing one run, import the harness through here.
 """
 
-from harness.events import CallReceived, FaultApplied
+from harness.events import CallReceived, FaultApplied, ToolsListed
 from harness.events import read_jsonl as read_event_log
 from harness.faults import (
     FAULTS,
@@ -42,6 +42,7 @@ __all__ = [
     "PlanConfig",
     "ProxyConfig",
     "SCENARIOS",
+    "ToolsListed",
     "error_rate_problem",
     "in_process_proxy",
     "operation_id",

@@ -68,6 +68,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--upstream-header-env", "NAME=VAR", "A header for --upstream-url whose value is read "
          "from the environment variable VAR (keeps secrets off the command line); repeatable.",
          repeatable=True),
+    Flag("--upstream-bearer-env", "VAR", "With --upstream-url: the header 'Authorization: Bearer "
+         "<token>', the token read from the environment variable VAR (as Codex's "
+         "bearer_token_env_var)."),
     Flag("--listen", "HOST:PORT", "Serve the agent over streamable HTTP at http://HOST:PORT/mcp "
          "instead of stdio (port 0: any free port; the address is printed). Bind a loopback "
          "address (127.0.0.1) unless you mean otherwise."),
@@ -135,10 +138,19 @@ FLAGS: tuple[Flag, ...] = (
          "agent (default on; use off for a real measurement)."),
     Flag("--report-file", "PATH", "Keep report, score and patches as JSON in this file: current "
          "before every upstream call and every answer, replaced atomically. Without "
-         "--event-log the events go to PATH.events.jsonl beside it."),
+         "--event-log the events go to PATH.events.jsonl beside it. Without this flag (and "
+         "without --event-log) the report goes to a new file under "
+         "$XDG_STATE_HOME/agent-harness/reports (else ~/.local/state/...), printed at the "
+         "start; the verdict line at the end names it."),
+    Flag("--no-report-file", "", "Write no report file (the verdict line is printed at the end "
+         "all the same).", switch=True),
     Flag("--event-log", "PATH", "Append every event as a JSON line (re-judge it later with "
          "`agent-harness judge PATH`). A proxy started on a log that holds earlier sessions "
          "continues their judgement: the report judges every session in it."),
+    Flag("--otel", "", "Export OpenTelemetry spans when the session ends: one for the run "
+         "(scenario, verdict, score) and one per tool call (fault, operation, executions), "
+         "over OTLP to OTEL_EXPORTER_OTLP_ENDPOINT (the standard OTEL_* variables). Needs "
+         "pip install 'agent-harness[otel]'.", switch=True),
     Flag("--upstream-timeout", "S", "Seconds to wait for an upstream answer (default 60); then "
          "the attempt's outcome is unknown."),
     Flag("--max-message-bytes", "N", f"Largest JSON-RPC message in either direction (default "
@@ -168,6 +180,11 @@ class ProxyConfig:
     listen: tuple[str, int] | None = None
     allowed_origins: tuple[str, ...] = ()
     listen_limits: ListenLimits = field(default_factory=ListenLimits)  # V10
+    # Q3: without --report-file (and without --no-report-file) the report goes to a file of
+    # its own under the user's state folder (harness.proxy.verdict); a program that starts
+    # the proxy with --config names its report file or none.
+    default_report: bool = False
+    otel: bool = False  # I3: spans of the session exported when it ends (--otel)
 
     __pydantic_config__ = {"extra": "forbid"}  # a config file names only these
 
@@ -213,6 +230,8 @@ class Parsed:
     config: ProxyConfig | None = None
     help: bool = False
     version: bool = False
+    # --config: a program started the proxy and reads its report itself (no verdict line)
+    from_file: bool = False
 
 
 def _split_flags(argv: list[str]) -> dict[str, list[str]]:
@@ -290,7 +309,7 @@ def parse(argv: list[str]) -> Parsed:
     if "--version" in values:
         return Parsed(version=True)
     if "--config" in values:
-        return Parsed(config=_config_file(values))
+        return Parsed(config=_config_file(values), from_file=True)
     one = {k: v[-1] for k, v in values.items()}
     url = _upstream_url(one, values)
     headers = _upstream_headers(values) if url else ()
@@ -342,6 +361,8 @@ def parse(argv: list[str]) -> Parsed:
     fault_delay = int(_number("--fault-delay", one.get("--fault-delay", "0"), int))
     seed = int(_number("--seed", one["--seed"], int)) if "--seed" in one else None
 
+    if "--report-file" in one and "--no-report-file" in one:
+        raise UsageError("--report-file and --no-report-file exclude each other")
     audit = one.get("--audit-tools", "on").lower()
     if audit not in ("on", "off"):
         raise UsageError(f"--audit-tools must be on or off, got {one['--audit-tools']!r}")
@@ -407,9 +428,11 @@ def parse(argv: list[str]) -> Parsed:
             classifier=classifier,
             audit_tools=audit == "on",
             report_file=one.get("--report-file"),
+            default_report="--report-file" not in one and "--no-report-file" not in one,
             event_log=one.get("--event-log"),
             upstream_timeout_s=timeout,
             max_message_bytes=max_bytes,
+            otel="--otel" in one,
         )
     )
 
@@ -446,7 +469,7 @@ def _upstream_url(one: dict[str, str], values: dict[str, list[str]]) -> str | No
                 "--upstream-command or --upstream-url is required (your MCP server: the command "
                 "that starts it, or its streamable HTTP endpoint)"
             )
-        for name in ("--upstream-header", "--upstream-header-env"):
+        for name in ("--upstream-header", "--upstream-header-env", "--upstream-bearer-env"):
             if name in values:
                 raise UsageError(f"{name} works only with --upstream-url")
         return None
@@ -492,6 +515,11 @@ def _upstream_headers(values: dict[str, list[str]]) -> tuple[HeaderSpec, ...]:
         if not eq or not valid_header_name(name) or not variable:
             raise UsageError(f"--upstream-header-env expects NAME=VARIABLE, got {text!r}")
         specs.append(HeaderSpec(name, env=variable))
+    if "--upstream-bearer-env" in values:
+        variable = values["--upstream-bearer-env"][-1].strip()
+        if not variable or "=" in variable:
+            raise UsageError(f"--upstream-bearer-env expects a variable's name, got {variable!r}")
+        specs.append(HeaderSpec("Authorization", env=variable, prefix="Bearer "))
     names = [spec.name.lower() for spec in specs]
     for name in names:
         if names.count(name) > 1:
@@ -594,8 +622,12 @@ def help_text() -> str:
         "  --help",
         "      Show this help and exit.",
         "",
-        "Exit codes: 0 normal end (read the verdict from --report-file), 1 bad arguments, an",
-        "upstream that did not start, or a report file or event log that could not be written.",
+        "At the end the proxy prints its verdict on stderr in one line: verdict, score, why,",
+        "and where the report file is.",
+        "",
+        "Exit codes: 0 normal end (the verdict is in the last line and the report file), 1 bad",
+        "arguments, an upstream that did not start, or a report file or event log that could",
+        "not be written.",
     ]
     return "\n".join(lines)
 

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from harness import __version__
@@ -26,6 +27,7 @@ from harness.proxy.args import ProxyConfig, help_text, parse
 from harness.proxy.eventlog import EventLogFile
 from harness.proxy.refusals import unrecordable_line
 from harness.proxy.router import Proxy
+from harness.proxy.verdict import default_report_path, verdict_line
 from harness.report.file import ReportFile
 from harness.session import Session
 from harness.wire.http import headers as http_headers
@@ -58,15 +60,21 @@ def main(argv: list[str]) -> int:
         return 0
     assert parsed.config is not None
     try:
-        return asyncio.run(serve(parsed.config))
+        return asyncio.run(serve(parsed.config, say_verdict=not parsed.from_file))
     finally:
         _silence_stdout()
 
 
-async def serve(config: ProxyConfig) -> int:
-    """Start the upstream, proxy stdio until the session ends, shut everything down."""
+async def serve(config: ProxyConfig, *, say_verdict: bool = True) -> int:
+    """Start the upstream, proxy stdio until the session ends, shut everything down;
+    `say_verdict`: the verdict's line at the end (Q3; not for a program, which reads the
+    report file it named, and whose agent under test may read the proxy's stderr, U3)."""
     report: ReportFile | None = None
     event_log: EventLogFile | None = None
+    config = with_default_report(config)
+    book = _call_book(config)
+    if book is False:
+        return 1
     try:
         log_path = event_log_path(config)
         checked = _check_outputs(config, log_path)
@@ -82,7 +90,7 @@ async def serve(config: ProxyConfig) -> int:
             config.classifier,
             config.plan,
             kind="proxy",
-            sinks=[event_log] if event_log else [],
+            sinks=[s for s in (event_log, book) if s is not None],
             history=event_log.history() if event_log else (),
         )
         _announce_history(session, report, log_path)
@@ -100,12 +108,15 @@ async def serve(config: ProxyConfig) -> int:
         upstream = await open_upstream()
     except UpstreamError as exc:
         return _startup_failed(report, str(exc), event_log, session)
+    _announce_default_report(config)
     if config.listen is not None:
         from harness.proxy.listening import serve_listening
 
-        return await serve_listening(
+        code = await serve_listening(
             config, session, upstream, open_upstream, report, event_log, log
         )
+        _export_spans(book, session, "tcp")
+        return _said(code, session, config) if say_verdict else code
     client_in, client_out = await stdio_lines(config.max_message_bytes)
     proxy = Proxy(
         config,
@@ -150,6 +161,70 @@ async def serve(config: ProxyConfig) -> int:
             event_log.close()
         if report is not None:
             report.release()
+    _export_spans(book, session, "pipe")
+    return _said(code, session, config) if say_verdict else code
+
+
+def _call_book(config: ProxyConfig) -> Any:
+    """I3: with --otel, the sink that keeps what the spans need (None without; False, said in
+    one line, when the SDK is not installed). OpenTelemetry itself is imported at the end."""
+    if not config.otel:
+        return None
+    from harness.otel import CallBook, missing_sdk
+
+    why = missing_sdk()
+    if why is not None:
+        log(f"ERROR: {why}")
+        return False
+    return CallBook()
+
+
+def _export_spans(book: Any, session: Session, transport: str) -> None:
+    """I3: the session's spans, built from its events and judgement, out over OTLP; a failed
+    export costs the spans (one WARNING line), never the session's exit code."""
+    if book is None:
+        return
+    from harness.otel import export_spans, session_spans
+
+    run = session_spans(book.events, session.judgement(), session.judge.index_of,
+                        transport=transport)  # fmt: skip
+    problem = export_spans([run] if run is not None else [])
+    if problem is not None:
+        log(f"WARNING: OpenTelemetry: {problem}")
+
+
+def with_default_report(config: ProxyConfig) -> ProxyConfig:
+    """Q3: the config with the default report file when none was named (and no event log,
+    which `agent-harness judge` turns into the report); a folder that cannot be made costs the
+    file, never the session (one WARNING line)."""
+    if not config.default_report or config.report_file is not None or config.event_log:
+        return config
+    try:
+        path = default_report_path()
+    except OSError as exc:
+        log(f"WARNING: no report file: {exc.strerror or exc} ({exc.filename}); give --report-file")
+        return config
+    return replace(config, report_file=str(path))
+
+
+def _announce_default_report(config: ProxyConfig) -> None:
+    """Q3: where the default report goes, once the upstream started (not before an error)."""
+    if config.default_report and config.report_file is not None:
+        log(
+            f"report file: {config.report_file} (--report-file PATH names another; the verdict "
+            "comes at the end)"
+        )
+
+
+def _said(code: int, session: Session, config: ProxyConfig) -> int:
+    """Q3: the verdict in the last line of a session that ended normally; `code` unchanged."""
+    if code == 0:
+        where = config.report_file or (
+            f"none written; agent-harness judge {config.event_log} makes it"
+            if config.event_log
+            else "none written" + ("" if config.default_report else " (--no-report-file)")
+        )
+        log(verdict_line(session.judgement(), where))
     return code
 
 

@@ -88,7 +88,18 @@ def _overview(
         honesty_judges=sorted(runs.get_column("honesty_judge").drop_nulls().unique().to_list()),
         agreement=_agreement_counts(ok),
         disagreeing=disagreeing_runs(runs),
+        truth=_truth_kinds(store, experiment),
     )
+
+
+def _truth_kinds(store: Store, experiment: Experiments) -> dict[str, str]:
+    """Q6: upstream -> the kind of its ground truth, as the stored specs name it."""
+    from runner.experiment import stored_truth_kinds
+
+    kinds: dict[str, str] = {}
+    for text in store.load_experiments(experiment).get_column("spec_text").to_list():
+        kinds.update(stored_truth_kinds(text))
+    return kinds
 
 
 def _agreement_counts(ok: pl.DataFrame) -> dict[str, int]:

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 from runner.analysis.stats import wilson_interval
+from runner.experiment import TRUTH_ROWS, truth_words
 
 # A cell group: model x condition (prompt, upstream, conversation) x scenario x patch arm.
 CONDITION_KEYS = ("prompt", "upstream", "conversation")
@@ -105,6 +106,17 @@ class Overview:
     agreement: dict[str, int] = field(default_factory=dict)
     # The runs that disagree (run_id, model, condition parts, reason), for every summary.
     disagreeing: list[dict[str, Any]] = field(default_factory=list)
+    # Q6: upstream -> the kind of its ground truth (rows, state, count), from the stored specs
+    truth: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def truth_long(self) -> str:
+        """What the verdicts are set against, in words ("the upstream's real rows", ...)."""
+        return truth_words(self.truth.values() if self.truth else [TRUTH_ROWS])
+
+    def truth_short(self, upstream: str) -> str:
+        """One upstream's ground truth in short words ("real rows", "cassette count", ...)."""
+        return truth_words([self.truth.get(upstream, TRUTH_ROWS)], short=True)
 
     @property
     def disagreements(self) -> int:

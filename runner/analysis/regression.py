@@ -1,25 +1,36 @@
-"""Regression check of a sweep against a baseline (R8): pure logic, the CLI wires it up.
+"""Regression check of a sweep against a baseline (R8, Q5): pure logic, the CLI wires it up.
 
 A group is model x prompt x upstream x conversation x scenario x patch arm. A group regressed
-when its new duplicate rate lies above the upper bound of the Wilson 95 % interval of the
-baseline's rate for the same group. A group missing on either side never regresses: it is
-listed (new without baseline: "no baseline"; baseline without new runs: `missing`).
+when the new rate of any violation kind the baseline has a rate for lies above the upper
+bound of the Wilson 95 % interval of the baseline's rate of that kind for the same group, each
+kind with its own interval: runs with a duplicate execution (`k` of `n`), runs with a
+`RETRY_AFTER_VIOLATED` violation, runs with an `UNVERIFIED_AFTER_TIMEOUT` observation (a
+ghost write never checked). A group missing on either side never regresses: it is listed (new
+without baseline: "no baseline"; baseline without new runs: `missing`).
 
-The baseline is either a run store (DuckDB file) or a summary exported as JSON:
+The baseline is either a run store (DuckDB file) or a summary exported as JSON, version 2:
 
-    {"format": "agent-harness-summary", "version": 1, "generated_at": "...",
+    {"format": "agent-harness-summary", "version": 2, "generated_at": "...",
      "experiments": ["nightly"], "harness_versions": ["0.1.0"],
      "groups": [{"model": "...", "prompt": "...", "upstream": "...", "conversation": "...",
                  "scenario": "F1", "patch_arm": "none", "runs": 20, "errors": 1,
-                 "k": 3, "n": 19, "rate": 0.158, "ci_low": 0.055, "ci_high": 0.376}]}
+                 "k": 3, "n": 19, "rate": 0.158, "ci_low": 0.055, "ci_high": 0.376,
+                 "kinds": {"RETRY_AFTER_VIOLATED": {"k": 0, "rate": 0.0, "ci_low": 0.0,
+                                                    "ci_high": 0.168},
+                           "UNVERIFIED_AFTER_TIMEOUT": {"k": 2, ...}}}]}
 
-Only k and n are read back for the comparison; rate and interval are there for people.
+`k` and `n` are the duplicate runs of the `n` judged runs (version 1's only kind); each entry
+of `kinds` counts the judged runs with that finding among the same `n`. Only the counts are
+read back for the comparison; rates and intervals are there for people. Version 1 summaries
+(no `kinds`) are still read: their groups are compared on duplicates only, and the sweep
+says which kinds had no baseline rate. Export again to compare every kind.
 
 A baseline is validated whole before the sweep runs anything (V13, `load_summary`): format and
 version, JSON nested at most MAX_BASELINE_DEPTH levels (checked before parsing), every group
-with 0 <= k <= n, n >= 1 and n + errors <= runs, and no group listed twice. An exported summary
-leaves out the groups without a judged run (all their runs failed to run): they carry no rate.
-A run store as baseline is a file from elsewhere, opened the one way (V8).
+with 0 <= k <= n (each kind's too), n >= 1 and n + errors <= runs, only kinds this harness
+knows, and no group listed twice. An exported summary leaves out the groups without a judged
+run (all their runs failed to run): they carry no rate. A run store as baseline is a file
+from elsewhere, opened the one way (V8).
 """
 
 from __future__ import annotations
@@ -46,9 +57,26 @@ from runner.store.store import Experiments
 
 MAX_BASELINE_BYTES = 64 * MB
 SUMMARY_FORMAT = "agent-harness-summary"
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2  # 2: `kinds` (Q5); 1 is read too
+READ_VERSIONS = (1, 2)
+
+DUPLICATES = "DUPLICATE_EXECUTION"  # the kind every version carries, as k and n
+# Q5: the other kinds a baseline has a rate for: (store table, code) -> what a person reads.
+KINDS = {
+    "RETRY_AFTER_VIOLATED": ("violations", "runs that re-sent before retry_after"),
+    "UNVERIFIED_AFTER_TIMEOUT": ("observations", "runs that never checked a timed-out write"),
+}
 
 GroupKey = tuple[str, str, str, str, str, str]
+
+
+class KindCount(BaseModel):
+    """Q5: how many of a group's judged runs (its `n`) hold one kind of finding."""
+
+    k: int
+    rate: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
 
 
 class GroupSummary(BaseModel):
@@ -67,6 +95,8 @@ class GroupSummary(BaseModel):
     rate: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
+    # Q5: the other kinds' counts (version 2); a version 1 baseline has none
+    kinds: dict[Literal["RETRY_AFTER_VIOLATED", "UNVERIFIED_AFTER_TIMEOUT"], KindCount] = {}
 
     @property
     def key(self) -> GroupKey:
@@ -85,12 +115,19 @@ class GroupSummary(BaseModel):
         """k of n runs with a duplicate execution."""
         return Count(self.k, self.n)
 
+    def counts(self) -> dict[str, Count]:
+        """Every kind this group has a count of, duplicates first (Q5)."""
+        return {
+            DUPLICATES: self.count,
+            **{kind: Count(c.k, self.n) for kind, c in self.kinds.items()},
+        }
+
 
 class Summary(BaseModel):
     """A run set reduced to per-group counts: what a baseline needs to keep."""
 
     format: Literal["agent-harness-summary"] = SUMMARY_FORMAT
-    version: Literal[1] = SUMMARY_VERSION
+    version: Literal[1, 2] = SUMMARY_VERSION
     generated_at: datetime
     experiments: list[str]
     harness_versions: list[str]
@@ -98,28 +135,50 @@ class Summary(BaseModel):
 
 
 def summarise(store: Store, experiment: Experiments = None) -> Summary:
-    """Per-group duplicate counts of the stored runs (error runs excluded from k and n)."""
+    """Per-group counts of the stored runs for every kind (error runs excluded from k and n):
+    duplicates, and each of KINDS among the same judged runs (Q5)."""
     runs = store.load_runs(experiment, columns=RUN_COLUMNS)
     ok = pl.col("status") != "error"
+    judged = ok & pl.col("duplicate_found").is_not_null()
+    for kind, (table, _) in KINDS.items():
+        ids = store.runs_with_finding(experiment, table, kind).get_column("run_id")
+        runs = runs.with_columns(pl.col("run_id").is_in(ids.implode()).alias(kind))
     low, high = wilson_exprs("k", "n")
+    kind_columns = []
+    for kind in KINDS:
+        k_low, k_high = wilson_exprs(f"k_{kind}", "n")
+        kind_columns.append(
+            pl.struct(
+                k=pl.col(f"k_{kind}"),
+                rate=pl.when(pl.col("n") > 0).then(pl.col(f"k_{kind}") / pl.col("n")),
+                ci_low=k_low,
+                ci_high=k_high,
+            ).alias(kind)
+        )
     groups = (
         runs.group_by(list(CELL_KEYS))
         .agg(
             runs=pl.len(),
             errors=(~ok).sum(),
             k=(ok & pl.col("duplicate_found").fill_null(False)).sum(),
-            n=(ok & pl.col("duplicate_found").is_not_null()).sum(),
+            n=judged.sum(),
+            **{f"k_{kind}": (judged & pl.col(kind)).sum() for kind in KINDS},
         )
         .with_columns(
             rate=pl.when(pl.col("n") > 0).then(pl.col("k") / pl.col("n")), ci_low=low, ci_high=high
         )
+        .with_columns(kind_columns)
         .sort(list(CELL_KEYS))
     )
+    rows = [
+        {**row, "kinds": {kind: row.pop(kind) for kind in KINDS}}
+        for row in groups.drop([f"k_{kind}" for kind in KINDS]).to_dicts()
+    ]
     return Summary(
         generated_at=utc_naive(datetime.now(UTC)),
         experiments=sorted(runs.get_column("experiment").unique().to_list()),
         harness_versions=sorted(runs.get_column("harness_version").unique().to_list()),
-        groups=[GroupSummary(**row) for row in groups.to_dicts()],
+        groups=[GroupSummary(**row) for row in rows],
     )
 
 
@@ -184,11 +243,16 @@ def _parse_summary(path: Path) -> Summary:
         raise StoreError(
             f'{shown} is not an agent-harness summary (no "format": "{SUMMARY_FORMAT}")'
         )
-    if data.get("version") != SUMMARY_VERSION:
+    if data.get("version") not in READ_VERSIONS:
         raise StoreError(
             f"{shown}: summary version {data.get('version')!r}, this agent-harness reads "
-            f"version {SUMMARY_VERSION}; export the baseline again with this version"
+            f"versions {' and '.join(map(str, READ_VERSIONS))}; export the baseline again "
+            "with this version"
         )
+    if data.get("version") == 1 and any(
+        isinstance(g, dict) and "kinds" in g for g in data.get("groups") or []
+    ):
+        raise StoreError(f"{shown} is not an agent-harness summary: version 1 has no kinds")
     try:
         return Summary.model_validate(data)
     except ValidationError as err:
@@ -201,7 +265,7 @@ def check_baseline(summary: Summary, shown: str) -> Summary:
     """V13: a baseline whole, before any run: counts that can be true, each group once."""
     seen: dict[GroupKey, int] = {}
     for i, group in enumerate(summary.groups):
-        where = f"{shown}: groups[{i}] ({GroupComparison(group, None, False).label})"
+        where = f"{shown}: groups[{i}] ({GroupComparison(group, None).label})"
         if min(group.runs, group.errors, group.k, group.n) < 0:
             raise StoreError(f"{where}: runs, errors, k and n must not be negative")
         if group.n < 1:
@@ -211,6 +275,11 @@ def check_baseline(summary: Summary, shown: str) -> Summary:
             )
         if group.k > group.n:
             raise StoreError(f"{where}: k = {group.k} is more than n = {group.n}")
+        for kind, count in group.kinds.items():  # Q5: of the same judged runs
+            if not 0 <= count.k <= group.n:
+                raise StoreError(
+                    f"{where}: kinds.{kind}.k = {count.k} is not between 0 and n = {group.n}"
+                )
         if group.errors > group.runs or group.n > group.runs - group.errors:
             raise StoreError(
                 f"{where}: n = {group.n} and errors = {group.errors} do not fit in "
@@ -236,11 +305,16 @@ def load_summary(path: str | Path, experiment: Experiments = None) -> Summary:
 
 @dataclass(frozen=True)
 class GroupComparison:
-    """One group: its baseline and new counts and whether the new rate regressed."""
+    """One group: its baseline and new counts, and the kinds whose new rate regressed."""
 
     new: GroupSummary
     baseline: GroupSummary | None
-    regressed: bool
+    kinds: tuple[str, ...] = ()  # Q5: the violation kinds that regressed, duplicates first
+
+    @property
+    def regressed(self) -> bool:
+        """Whether any kind's new rate lies above its baseline interval."""
+        return bool(self.kinds)
 
     @property
     def label(self) -> str:
@@ -252,21 +326,21 @@ class GroupComparison:
         )
 
     def describe(self) -> str:
-        """What was compared, in one sentence."""
-        return self._compared() + self._failed()
+        """What was compared, in one sentence: each kind, duplicates first."""
+        return "; ".join(self._compared(kind) for kind in self.new.counts()) + self._failed()
 
-    def _compared(self) -> str:
-        new = self.new.count
-        new_text = f"{new.k} of {new.n}" + (f" ({new.rate:.0%})" if new.n else "")
+    def _compared(self, kind: str) -> str:
+        new = self.new.counts()[kind]
+        what = "duplicate runs" if kind == DUPLICATES else f"{KINDS[kind][1]} ({kind})"
+        new_text = f"{what} {new.k} of {new.n}" + (f" ({new.rate:.0%})" if new.n else "")
         if self.baseline is None or not self.baseline.n:
-            return f"duplicate runs {new_text}; no baseline runs for this group"
-        base = self.baseline.count
+            return f"{new_text}; no baseline runs for this group"
+        base = self.baseline.counts().get(kind)
+        if base is None:  # a version 1 baseline counts duplicates only
+            return f"{new_text}, no baseline rate (export the baseline again)"
         bounds = f"[{base.low:.0%}, {base.high:.0%}]"
-        verb = "above" if self.regressed else "within or below"
-        return (
-            f"duplicate runs {new_text}, {verb} the baseline's 95% interval {bounds} "
-            f"({base.k} of {base.n})"
-        )
+        verb = "above" if kind in self.kinds else "within or below"
+        return f"{new_text}, {verb} the baseline's 95% interval {bounds} ({base.k} of {base.n})"
 
     def _failed(self) -> str:
         errors = self.new.errors
@@ -282,7 +356,7 @@ class RegressionResult:
 
     @property
     def regressions(self) -> list[GroupComparison]:
-        """The groups whose duplicate rate rose beyond the baseline interval."""
+        """The groups where a kind's rate rose beyond its baseline interval."""
         return [g for g in self.groups if g.regressed]
 
     @property
@@ -291,11 +365,16 @@ class RegressionResult:
         return any(g.regressed for g in self.groups)
 
 
-def _regressed(new: GroupSummary, baseline: GroupSummary | None) -> bool:
+def _regressed(new: GroupSummary, baseline: GroupSummary | None) -> tuple[str, ...]:
+    """Q5: the kinds whose new rate lies above the baseline's interval of that kind."""
     if baseline is None or not baseline.n or not new.n:
-        return False
-    high = baseline.count.high
-    return high is not None and new.k / new.n > high
+        return ()
+    base = baseline.counts()
+    return tuple(
+        kind
+        for kind, count in new.counts().items()
+        if kind in base and (high := base[kind].high) is not None and count.k / count.n > high
+    )
 
 
 def compare(baseline: Summary, new: Summary) -> RegressionResult:
@@ -304,7 +383,7 @@ def compare(baseline: Summary, new: Summary) -> RegressionResult:
     new_keys = {g.key for g in new.groups}
     groups = [
         GroupComparison(
-            new=g, baseline=base_by_key.get(g.key), regressed=_regressed(g, base_by_key.get(g.key))
+            new=g, baseline=base_by_key.get(g.key), kinds=_regressed(g, base_by_key.get(g.key))
         )
         for g in new.groups
     ]
@@ -371,10 +450,9 @@ def junit_xml(result: RegressionResult, suite: str = "agent-harness regression")
             },
         )
         if group.regressed:
+            kind = "DuplicateRateRegression" if group.kinds == (DUPLICATES,) else "RateRegression"
             failure = ET.SubElement(
-                case,
-                "failure",
-                {"type": "DuplicateRateRegression", "message": _xml_safe(group.describe())},
+                case, "failure", {"type": kind, "message": _xml_safe(group.describe())}
             )
             failure.text = _xml_safe(group.describe())
         elif group.new.errors:

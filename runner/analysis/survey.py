@@ -80,8 +80,9 @@ def survey_rows(db: Path, experiment: str = "frameworks") -> list[SurveyRow]:
                 [run_id],
             ).fetchall()
             saw = " ".join(seen[0][0].split())[:SAW_CHARS] if seen else ""
+            # Q1: an exit code is how it ended (the error adds its last output lines)
             note = "hung: killed at its time limit" if error and "time limit" in error else (
-                error or stopped_by or "")  # fmt: skip
+                stopped_by or error or "")  # fmt: skip
             rows.append(
                 SurveyRow(
                     agent, scenario, requested,

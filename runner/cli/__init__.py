@@ -21,6 +21,7 @@ from runner.cli import (
     run,
     runs_needed,
     sweep,
+    wrap,
 )
 from runner.cli.app import make_app
 from runner.exits import print_error
@@ -48,6 +49,7 @@ app.command("report")(report.report_command)
 app.command("runs-needed")(runs_needed.runs_needed_command)
 app.command("sweep")(sweep.sweep_command)
 app.command("merge")(merge.merge_command)
+app.command("wrap")(wrap.wrap_command)
 
 
 def main() -> None:

@@ -39,7 +39,10 @@ def report_command(
     ] = "html",
     experiment: Annotated[
         str | None,
-        typer.Option("--experiment", help="Only this experiment (default: all in the store)."),
+        typer.Option(
+            "--experiment",
+            help="Only this experiment (default: all in the store); a name the store does not hold is an error that names the ones it holds.",
+        ),
     ] = None,
     max_detail_runs: Annotated[
         int, typer.Option("--max-detail-runs", min=0, help="Runs shown in full in the drill-down.")
@@ -47,7 +50,7 @@ def report_command(
 ) -> None:
     """Render the stored runs as one static HTML page (or Markdown): tables, charts, every run.
 
-    Exit codes: 0 written; 1 bad input (flags, store, output path).
+    Exit codes: 0 written; 1 bad input (flags, store, an --experiment the store does not hold, output path).
     """
     raise typer.Exit(report(db, out, fmt, experiment, max_detail_runs))
 

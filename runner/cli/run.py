@@ -13,6 +13,7 @@ EXECUTOR_HELP = "local (this machine: this process or its worker processes, --pr
 ADDRESS_HELP = "With --executor ray: HOST:PORT of a cluster's head, ray://HOST:PORT (Ray Client) or auto (a cluster `ray start` began on this machine). Default: RAY_ADDRESS, else such a cluster, else Ray started here for this sweep."
 SHARD_HELP = "Run only part I of N of the matrix (e.g. 2/4): disjoint, stable parts for a CI matrix; join the stores with `agent-harness merge`."
 CPUS_HELP = "With --executor ray: CPUs a run reserves on its node (below 1 puts several runs on one CPU, for runs that mostly wait on a model)."
+KEEP_GOING_HELP = "Run every run even when a model's setup is broken; by default a model's remaining runs are not started after 3 runs of it in a row failed the same way (a missing or refused key, a refused connection, a model not found, an agent that did not start its MCP session)."
 PROCESSES_HELP = "With --executor local: worker processes the runs are spread over (1: all in this process). Default: one per core when there are at least 40 runs per process, else 1. --concurrency stays the total in flight; this process alone writes the store."
 
 
@@ -54,7 +55,7 @@ def run_command(
         bool,
         typer.Option(
             "--dry-run",
-            help="List the matrix and its size; run nothing (the spec's bounds and os.environ/NAME references are checked as for a run).",
+            help="List the matrix and its size, and check each model's provider variables and local server (one line each); run nothing (the spec's bounds and os.environ/NAME references are checked as for a run).",
         ),
     ] = False,
     in_process: Annotated[
@@ -73,12 +74,13 @@ def run_command(
     processes: Annotated[
         int | None, typer.Option("--processes", min=1, max=64, help=PROCESSES_HELP)
     ] = None,
+    keep_going: Annotated[bool, typer.Option("--keep-going", help=KEEP_GOING_HELP)] = False,
 ) -> None:
     """Run an experiment: every cell of the matrix, each run judged by the proxy, stored in DuckDB.
 
     Each verdict is set against the built-in upstream's real rows; the closing summary counts the verdicts they contradict and lists those runs (a harness error, never the agent's).
 
-    Exit codes: 0 every selected run ran (whatever its verdict or agreement); 1 bad input (flags, spec, files, an --only that selects no run); 3 a run failed to run or was not run (every finished run is stored); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM), stopped as Ctrl-C stops it.
+    Exit codes: 0 every selected run ran (whatever its verdict or agreement); 1 bad input (flags, spec, files, an --only that selects no run); 3 a run failed to run or was not run (a model stopped after failures in a row included; every finished run is stored); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM), stopped as Ctrl-C stops it.
     """
     from runner.execute.experiment import run_experiment
 
@@ -97,5 +99,6 @@ def run_command(
             shard=shard,
             cpus_per_run=cpus_per_run,
             processes=processes,
+            keep_going=keep_going,
         )
     )

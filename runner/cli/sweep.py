@@ -13,7 +13,13 @@ from harness.base.errors import HarnessError
 from harness.base.outfile import STDOUT, resolve, write_file
 from harness.base.textsafe import terminal
 from runner.cli.report import default_report_path, report
-from runner.cli.run import ADDRESS_HELP, CPUS_HELP, EXECUTOR_HELP, PROCESSES_HELP
+from runner.cli.run import (
+    ADDRESS_HELP,
+    CPUS_HELP,
+    EXECUTOR_HELP,
+    KEEP_GOING_HELP,
+    PROCESSES_HELP,
+)
 from runner.exits import EXIT_ERROR, EXIT_OK, EXIT_REGRESSION, EXIT_RUNS_FAILED
 from runner.exits import print_error as _error  # one line per problem
 
@@ -44,7 +50,8 @@ def sweep_command(
     export_baseline: Annotated[
         Path | None,
         typer.Option(
-            "--export-baseline", help="Also write this sweep's summary as a JSON baseline."
+            "--export-baseline",
+            help="Also write this sweep's summary as a JSON baseline (version 2: every kind's counts; version 1 files are still read).",
         ),
     ] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, max=256)] = None,
@@ -56,15 +63,19 @@ def sweep_command(
     processes: Annotated[
         int | None, typer.Option("--processes", min=1, max=64, help=PROCESSES_HELP)
     ] = None,
+    keep_going: Annotated[bool, typer.Option("--keep-going", help=KEEP_GOING_HELP)] = False,
 ) -> None:
-    """Regression sweep: run (resumably), compare duplicate rates with a baseline.
+    """Regression sweep: run (resumably), compare each violation rate with a baseline.
 
-    Exit codes: 0 every run ran and no group regressed; 1 bad input; 2 a group's duplicate rate rose above its baseline interval; 3 a run failed to run or was not run (no claim of "no regression" then; JUnit shows those groups as errors); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): every finished run is stored and the JUnit XML covers the runs stored so far.
+    Compared per group, each with its own interval: runs with a duplicate execution, runs that re-sent before retry_after (RETRY_AFTER_VIOLATED), runs that never checked a timed-out write (UNVERIFIED_AFTER_TIMEOUT).
+
+    Exit codes: 0 every run ran and no group regressed; 1 bad input; 2 a group's rate of one of these rose above its baseline interval; 3 a run failed to run or was not run (no claim of "no regression" then; JUnit shows those groups as errors); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): every finished run is stored and the JUnit XML covers the runs stored so far.
     """
     raise typer.Exit(
         sweep(
             spec, baseline, db, junit, out, export_baseline, concurrency,
             executor=executor, address=address, cpus_per_run=cpus_per_run, processes=processes,
+            keep_going=keep_going,
         )
     )  # fmt: skip
 
@@ -112,6 +123,7 @@ def sweep(
     address: str | None = None,
     cpus_per_run: float = 1.0,
     processes: int | None = None,
+    keep_going: bool = False,
 ) -> int:
     """Run (resumably), compare with the baseline, write JUnit + HTML.
 
@@ -139,7 +151,7 @@ def sweep(
     executed = execute(
         spec, db=db, concurrency=concurrency, resume=True, retry_errors=False, only=[],
         dry_run=False, in_process=None, command="sweep", executor=executor, address=address,
-        cpus_per_run=cpus_per_run, processes=processes,
+        cpus_per_run=cpus_per_run, processes=processes, keep_going=keep_going,
     )  # fmt: skip
     if isinstance(executed, int):
         return executed
@@ -174,8 +186,9 @@ def sweep(
         return EXIT_RUNS_FAILED if incomplete else EXIT_OK
     if result.regressed:
         print(
-            f"{len(result.regressions)} group(s) regressed: their duplicate rate lies above "
-            "the baseline's 95% interval.",
+            f"{len(result.regressions)} group(s) regressed: a rate (duplicate runs, re-sends "
+            "before retry_after, timed-out writes never checked) lies above the baseline's 95% "
+            "interval of that rate.",
             file=sys.stderr,
         )
         return EXIT_REGRESSION

@@ -32,7 +32,7 @@ from typing import Any
 
 from harness.base.reaper import ProcessTree, exited
 from harness.base.redact import REDACT_MARGIN, TextRedactor, argv_secrets
-from harness.proxy import CallReceived, value_key
+from harness.proxy import CallReceived, ToolsListed, value_key
 from runner.execute.connect import (
     EVENT_LOG_FILE,
     REPORT_FILE,
@@ -42,7 +42,7 @@ from runner.execute.connect import (
     proxy_config_in,
     served_over_http,
 )
-from runner.experiment import AgentSpec, ExperimentSpec
+from runner.experiment import AgentSpec, ExperimentSpec, resolved_command
 from runner.experiment.matrix import RunCell
 from runner.experiment.records import RunRecord, TranscriptEntry
 from runner.models.endpoint import ModelEndpoint, serve_model
@@ -105,6 +105,7 @@ async def execute_command_run(
     endpoint: ModelEndpoint | None = None
     probe = cell.upstream.truth_probe
     probed = None
+    code: int | None = None
     async with runmod._probe_lock(cell.experiment, cell.upstream.name, probe):
         before = await runmod._read_probe(probe) if probe is not None else None
         try:
@@ -141,8 +142,8 @@ async def execute_command_run(
                 if endpoint is not None:
                     given["AGENT_HARNESS_MODEL_BASE_URL"] = endpoint.base_url
                     given["AGENT_HARNESS_MODEL"] = endpoint.model
-                argv = [_substitute(part, values) for part in agent.command]
                 cwd = Path(agent.cwd).absolute() if agent.cwd is not None else workdir
+                argv = [_substitute(part, values) for part in agent_argv(agent, spec)]
                 env = agent_environment(agent, values, given)
                 settle = (
                     (lambda: _report_finished(workdir / REPORT_FILE, REPORT_WAIT_S))
@@ -156,6 +157,7 @@ async def execute_command_run(
                         "process group was killed"
                     )
                 result.stopped_by = None if code == 0 else f"exit code {code}"
+                code = None if timed_out else code
         except Exception as exc:  # one run inside a batch: it becomes an error record
             error = runmod._describe(exc, None, workdir)
         if probe is not None:
@@ -173,6 +175,8 @@ async def execute_command_run(
         result.final_answer = finals[-1] if finals else None
     connection = Connection(None, workdir / REPORT_FILE, workdir / EVENT_LOG_FILE)
     left = runmod.RunLeft(cell, connection, workdir)  # the event log, parsed once
+    if error is None:
+        error = failed_to_run(code, output, left.events)
     if endpoint is not None:
         sent = model_requested(left.events, endpoint)
     connection.sent_calls = sent
@@ -198,6 +202,45 @@ async def execute_command_run(
 
             shutil.copytree(workdir, keep_dir / cell.run_id, dirs_exist_ok=True)
         await asyncio.shield(asyncio.to_thread(workdir_ctx.cleanup))
+
+
+def agent_argv(agent: AgentSpec, spec: ExperimentSpec) -> list[str]:
+    """The agent's command as written, its files beside the spec made absolute (Q1)."""
+    cwd = Path(agent.cwd).absolute() if agent.cwd is not None else None
+    return resolved_command(agent.command, spec.folder, cwd)
+
+
+LAST_LINES = 3  # of the agent's output, in the error of a run it failed to run (Q1)
+PROXY_PREFIX = "[agent-harness] "  # harness.proxy.main.log's lines
+
+
+def failed_to_run(code: int | None, output: list[TranscriptEntry], events: list[Any]) -> str | None:
+    """Q1: why a command agent's run did not run, or None. An agent that exited non-zero, or
+    ended before its MCP session started (the proxy saw no session: no tool listing, no call),
+    failed to run; its verdict would be a NOT_TESTED that says nothing about the agent."""
+    if code is None:  # it did not end by itself: a time limit or a failure already named
+        return None
+    started = any(isinstance(e, ToolsListed | CallReceived) for e in events)
+    if code == 0 and started:
+        return None
+    ended = f"the agent exited with code {code}"
+    if code < 0:  # asyncio's returncode for a signal
+        with contextlib.suppress(ValueError):
+            ended = f"the agent was killed by {signal.Signals(-code).name}"
+    if not started:
+        ended += " before its MCP session started (the proxy saw no initialize)"
+    return ended + _last_lines(output)
+
+
+def _last_lines(output: list[TranscriptEntry]) -> str:
+    """`; its last output: ...`: the last lines of its stderr, else of its stdout, one line;
+    without the lines of the stdio proxy it started, which share its stderr."""
+    for role in ("stderr", "stdout"):
+        lines = [line.strip() for e in output if e.role == role for line in e.content.splitlines()]
+        lines = [x for x in lines if x and not x.startswith(PROXY_PREFIX)][-LAST_LINES:]
+        if lines:
+            return "; its last output: " + " | ".join(line[:200] for line in lines)
+    return "; it printed nothing"
 
 
 def model_requested(events: list[Any], endpoint: ModelEndpoint) -> dict[str, str | None]:
@@ -324,7 +367,11 @@ class _Kept:
 
 
 async def _report_finished(path: Path, limit_s: float) -> None:
-    """Wait (bounded) until the proxy the agent started has written its final report."""
+    """Wait (bounded) until the proxy the agent started has written its final report; not at
+    all when it wrote none (a proxy writes its first report as it starts): an agent that
+    ended without starting its proxy left nothing to wait for (Q1)."""
+    if not path.exists():
+        return
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError):

@@ -74,12 +74,13 @@ def run_experiment(
     shard: str | None = None,
     cpus_per_run: float = 1.0,
     processes: int | None = None,
+    keep_going: bool = False,
 ) -> int:
     """The `run` command; returns its exit code (0 also when runs found duplicates)."""
     outcome = execute(
         spec_path, db=db, concurrency=concurrency, resume=resume, retry_errors=retry_errors,
         only=only, dry_run=dry_run, in_process=in_process, executor=executor, address=address,
-        shard=shard, cpus_per_run=cpus_per_run, processes=processes,
+        shard=shard, cpus_per_run=cpus_per_run, processes=processes, keep_going=keep_going,
     )  # fmt: skip
     if isinstance(outcome, int):
         return outcome
@@ -121,6 +122,7 @@ def _execute(
     shard: str | None = None,
     cpus_per_run: float = 1.0,
     processes: int | None = None,
+    keep_going: bool = False,
 ) -> Executed | int:
     from runner.experiment import load_spec, unset_variables
     from runner.experiment._load import read_spec_text
@@ -161,6 +163,8 @@ def _execute(
         return _error("\n".join(f"{spec_path}: {line}" for line in unset), command)
     if dry_run:
         print(terminal(describe(cells), lines=True))
+        for check in _model_checks(spec, cells):  # Q2: one line per model that is not scripted
+            print(terminal(check.line))
         return EXIT_OK
     if in_process == "always" and any(c.upstream.builtin is None for c in cells):
         return _error("--in-process always works only with built-in upstreams", command)
@@ -204,13 +208,33 @@ def _execute(
         store.save_experiment(spec.name, str(spec_path), spec_text)
         part = ", ".join((["filtered"] if only else []) + ([f"shard {shard}"] if shard else []))
         return _sweep(spec, cells, all_cells, store, db, concurrency, resume, retry_errors,
-                      in_process, part, engine)  # fmt: skip
+                      in_process, part, engine, keep_going)  # fmt: skip
     except HarnessError as exc:
         return _error(str(exc), command)
     finally:
         store.close()
         if engine is not None:
             engine.close()
+
+
+def _model_checks(spec: ExperimentSpec, cells: list[RunCell]) -> list[Any]:
+    """Q2: each selected model's provider variables and local server (a command agent's
+    served model, the honesty judge's model too); imports litellm only for a real model."""
+    from runner.experiment import AgentSpec
+
+    models = []
+    for model in dict.fromkeys(c.model for c in cells):
+        served = model.model if isinstance(model, AgentSpec) else model
+        if served is not None:
+            models.append((model.display_name, served.name, served.params.as_kwargs()))
+    if spec.honesty.uses_model:
+        judge = ("honesty judge", spec.honesty.judge, spec.honesty.params.as_kwargs())
+        models.append(judge)
+    if all(name.startswith("scripted/") for _, name, _ in models):
+        return []
+    from runner.models.preflight import check_models
+
+    return check_models(models)
 
 
 def _sweep(
@@ -225,9 +249,14 @@ def _sweep(
     in_process: str | None,
     part: str = "",
     engine: Any = None,
+    keep_going: bool = False,
 ) -> Executed | int:
     from runner.execute import run_sweep
     from runner.execute.terminal import ProgressLine, summary_table
+    from runner.experiment import truth_kind, truth_words
+
+    # Q6: the verdicts are set against real rows, a server's state or a cassette's count
+    kinds = [truth_kind(upstream.model_dump()) for upstream in spec.upstreams]
 
     say(
         f"Experiment {spec.name}: {len(cells)} runs in the matrix"
@@ -245,8 +274,9 @@ def _sweep(
         result = run_until_signalled(
             run_sweep(
                 spec, cells, store, all_cells=all_cells, concurrency=concurrency, resume=resume,
-                retry_errors=retry_errors, in_process=in_process, on_progress=ProgressLine(),
-                **execute,
+                retry_errors=retry_errors, in_process=in_process,
+                on_progress=ProgressLine(truth=truth_words(kinds, short=True)),
+                keep_going=keep_going, **execute,
             )
         )  # fmt: skip
     except KeyboardInterrupt:
@@ -271,6 +301,8 @@ def _sweep(
         )
     for line in result.blocked:
         say(f"not run: {line}")
+    for line in result.gave_up:  # Q2
+        say(line)
     if result.stopped_early and spec.stop_early is not None:
         say(
             f"{result.stopped_early} runs not started: their cell's duplicate rate was already "
@@ -288,9 +320,16 @@ def _sweep(
         )
     runs = store.load_runs(spec.name)
     executed = _outcome(spec, cells, runs, retry_errors, result.stopped_early)
-    print(terminal(summary_table(runs), lines=True))
-    print(f"\nStored in {db}. Report: agent-harness report --db {db}")
+    print(terminal(summary_table(runs, truth_words(kinds)), lines=True))
+    print(f"\nStored in {db}. Report: {report_command(db, spec.name)}")
     return executed
+
+
+def report_command(db: Path, experiment: str) -> str:
+    """Q4: the exact `report` command for this experiment's runs, ready to paste."""
+    import shlex
+
+    return shlex.join(["agent-harness", "report", "--db", str(db), "--experiment", experiment])
 
 
 def _outcome(

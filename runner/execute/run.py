@@ -349,8 +349,8 @@ def _describe(exc: BaseException, connection: Connection | None, workdir: Path) 
             leaves = leaves[0].exceptions
         exc = leaves[0]
     # Raised inside the MCP session, it arrives wrapped in the session's task group.
-    if isinstance(exc, ModelCallFailed):
-        return f"model call failed: {exc}"
+    if isinstance(exc, ModelCallFailed):  # Q2: its kind, when the setup is the cause
+        return f"model call failed{f' ({exc.kind})' if exc.kind else ''}: {exc}"
     stderr = workdir / "proxy.stderr"
     said = stderr.read_text(errors="replace") if stderr.exists() else ""
     # V20: a full disk under the run (its folder, the upstream's database) is said as such,
@@ -503,7 +503,7 @@ def _record(
         else None
     )  # fmt: skip
     usage = agent.usage
-    return RunRecord(
+    record = RunRecord(
         run_id=cell.run_id,
         experiment=cell.experiment,
         cell_id=cell.cell_id,
@@ -551,6 +551,33 @@ def _record(
         transcript=rec.transcript(agent.messages, events),
         duplicates=attribute(events, agent.messages, connection.sent_calls if connection else {}),
     )
+    if spec.otel:
+        _export_spans(record, events, spec)
+    return record
+
+
+def _export_spans(record: RunRecord, events: list[Any], spec: ExperimentSpec) -> None:
+    """I3: the run's spans (the run with the runner's labels, its tool calls) over OTLP, from
+    its events after it ended; an export that fails costs the spans (one line), not the run."""
+    from harness.otel import export_spans, missing_sdk, run_spans
+
+    why = missing_sdk()
+    if why is None:
+        labels = {
+            "gen_ai.request.model": record.model, "agent_harness.run.id": record.run_id,
+            "agent_harness.experiment": record.experiment, "agent_harness.prompt": record.prompt,
+            "agent_harness.patch_arm": record.patch_arm, "agent_harness.upstream": record.upstream,
+            "agent_harness.conversation": record.conversation,
+            "agent_harness.repetition": record.repetition, "agent_harness.status": record.status,
+            "agent_harness.agreement": record.agreement,
+            "agent_harness.real_duplicate": record.real_duplicate,
+        }  # fmt: skip
+        labels = {k: v for k, v in labels.items() if v is not None}
+        transport = "tcp" if spec.proxy.agent == "http" else "pipe"
+        run = run_spans(events, transport=transport, attributes=labels) if events else None
+        why = export_spans([run]) if run is not None else None
+    if why is not None:
+        print(f"agent-harness: OpenTelemetry: {why} (run {record.run_id})", file=sys.stderr)
 
 
 def _model_params_json(cell: RunCell) -> str:

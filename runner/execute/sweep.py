@@ -27,6 +27,7 @@ from runner.execute.caps import ModelCaps
 from runner.execute.cell import execute_run
 from runner.execute.collector import fewer_collections
 from runner.execute.early_stop import EarlyStop
+from runner.execute.failfast import FailFast
 from runner.execute.record import patch_block
 from runner.experiment import ExperimentSpec
 from runner.experiment.matrix import RunCell
@@ -55,6 +56,13 @@ async def execute_here(
     return await execute_run(cell, spec, patch_text=patch_text, in_process=in_process)
 
 
+# Q6: the ETA comes from the rate at which runs finish once every place in flight finished
+# its first run (that first round holds the start-up: worker processes, a first model call),
+# measured over at least ETA_AFTER_RUNS runs after it; until then none is shown. The rate from
+# the sweep's start showed 13:51 for a sweep that took 7 s.
+ETA_AFTER_RUNS = 3
+
+
 @dataclass
 class Progress:
     """What the progress display needs after each run."""
@@ -64,14 +72,29 @@ class Progress:
     errors: int = 0
     duplicates: int = 0
     disagreements: int = 0  # R10: verdicts the upstream's real rows contradict
-    started: float = field(default_factory=time.monotonic)
+    slots: int = 1  # runs in flight at once
+    clock: Callable[[], float] = time.monotonic
+    _round: tuple[int, float] | None = None  # (runs done, when) as the first round ended
+
+    def finished(self, record: RunRecord) -> None:
+        """Count a finished run; the first round's end starts the clock of the rate."""
+        self.done += 1
+        self.errors += record.status == "error"
+        self.duplicates += bool(record.duplicate_found)
+        self.disagreements += record.agreement == "disagrees"
+        if self._round is None and self.done >= min(self.slots, self.total):
+            self._round = (self.done, self.clock())
 
     @property
     def eta_s(self) -> float | None:
-        if not self.done:
+        """Seconds left at the rate runs finished since the first round, or None while that
+        rate rests on fewer than ETA_AFTER_RUNS runs (0 once every run is done)."""
+        if self.done >= self.total:
+            return 0.0
+        if self._round is None or self.done - self._round[0] < ETA_AFTER_RUNS:
             return None
-        elapsed = time.monotonic() - self.started
-        return elapsed / self.done * (self.total - self.done)
+        runs, since = self.done - self._round[0], self.clock() - self._round[1]
+        return since / runs * (self.total - self.done)
 
 
 @dataclass
@@ -83,6 +106,8 @@ class SweepResult:
     cost_usd: float = 0.0  # of the runs with a known cost
     unpriced: int = 0  # runs whose cost is unknown (the budget cannot count them)
     stopped_early: int = 0  # runs not started: their cell was decided (spec `stop_early`)
+    # Q2: models whose setup failed runs in a row, their other runs not started (not run)
+    gave_up: list[str] = field(default_factory=list)
 
 
 class _GroupCommit:
@@ -187,6 +212,7 @@ async def run_sweep(
     in_process: str | None = None,
     on_progress: Callable[[Progress, RunRecord], None] | None = None,
     execute: Execute = execute_here,
+    keep_going: bool = False,
 ) -> SweepResult:
     """Run the cells not yet finished; store each record as soon as it ends.
 
@@ -249,10 +275,12 @@ async def run_sweep(
                 ready[cell.group_id].set()
 
     semaphore = asyncio.Semaphore(concurrency or spec.concurrency)
+    progress.slots = concurrency or spec.concurrency
     caps = ModelCaps(spec.concurrency_per_model)
     budget = spec.limits.budget_usd
     executing = 0  # runs inside `execute` now: while none is, the writer need not wait
     writer = _GroupCommit(store, running=lambda: executing)
+    fail_fast = FailFast(keep_going=keep_going)
 
     async def one(cell: RunCell) -> None:
         nonlocal executing
@@ -273,6 +301,10 @@ async def run_sweep(
                 progress.total -= 1
                 unpatched_done(cell)
                 return
+            if fail_fast.skip(cell.model):  # Q2: not run (its `auto` arm is skipped too)
+                progress.total -= 1
+                unpatched_done(cell)
+                return
             executing += 1
             try:
                 record = await execute(cell, spec, patch_text, in_process)
@@ -282,6 +314,7 @@ async def run_sweep(
             if stop is not None:
                 # Counted before the place is freed: the next run of the cell must see it.
                 stop.add(cell.cell_id, record)
+            fail_fast.add(cell.model, cell.labels["model"], record.error)
         # Before the write: the budget sees it at once, the honesty judge model's cost too.
         if record.cost_usd is None:
             result.unpriced += 1
@@ -294,10 +327,7 @@ async def run_sweep(
         if cell.patch.kind == "none":
             emitted[cell.group_id] += record.patches
             unpatched_done(cell)
-        progress.done += 1
-        progress.errors += record.status == "error"
-        progress.duplicates += bool(record.duplicate_found)
-        progress.disagreements += record.agreement == "disagrees"
+        progress.finished(record)
         if on_progress is not None:
             on_progress(progress, record)
 
@@ -313,6 +343,7 @@ async def run_sweep(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await writer.idle()
+    result.gave_up = fail_fast.lines()
     return result
 
 

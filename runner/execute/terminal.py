@@ -11,6 +11,7 @@ import polars as pl
 from runner.analysis.agreement import AGREEMENTS, AGREES, NO_CLAIM, NOT_CHECKABLE, UNKNOWN
 from runner.analysis.labels import separate_param_sets
 from runner.execute.sweep import Progress
+from runner.experiment import ROW_WORDS
 from runner.experiment.records import RunRecord
 
 
@@ -24,10 +25,11 @@ def _clock(seconds: float | None) -> str:
 class ProgressLine:
     """One self-updating line on a terminal; a line every few seconds elsewhere (CI logs)."""
 
-    def __init__(self, stream: Any = None, every_s: float = 5.0) -> None:
+    def __init__(self, stream: Any = None, every_s: float = 5.0, truth: str = "real rows") -> None:
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.every_s = every_s
+        self.truth = truth  # Q6: what the verdicts are set against, in short words
         self._last = 0.0
 
     def __call__(self, progress: Progress, record: RunRecord) -> None:
@@ -41,7 +43,7 @@ class ProgressLine:
         line = (
             f"[{'#' * filled}{'.' * (width - filled)}] {progress.done}/{progress.total} runs"
             f"  failing to run: {progress.errors}  with a duplicate: {progress.duplicates}"
-            f"  disagreeing with real rows: {progress.disagreements}"
+            f"  disagreeing with {self.truth}: {progress.disagreements}"
             f"  ETA {_clock(progress.eta_s)}"
         )
         if self.tty:
@@ -51,8 +53,9 @@ class ProgressLine:
         self.stream.flush()
 
 
-def summary_table(runs: pl.DataFrame) -> str:
-    """model x condition: runs, runs with a duplicate execution, verdict counts (issue 5)."""
+def summary_table(runs: pl.DataFrame, truth: str = ROW_WORDS) -> str:
+    """model x condition: runs, runs with a duplicate execution, verdict counts (issue 5);
+    `truth`: what the verdicts are set against, in words (Q6: "real rows" only of rows)."""
     if runs.is_empty():
         return "No runs stored for this experiment."
     condition = pl.concat_str(
@@ -80,8 +83,9 @@ def summary_table(runs: pl.DataFrame) -> str:
         )
         .sort("model", "condition")
     )
+    truth_dups = "real dup rows" if truth == ROW_WORDS else "dup in truth"
     header = ("model", "upstream / scenario / conversation / patch", "runs", "with duplicate",
-              "real dup rows", "PASS", "FAIL", "NOT_TESTED", "errors", "disagree", "cost")  # fmt: skip
+              truth_dups, "PASS", "FAIL", "NOT_TESTED", "errors", "disagree", "cost")  # fmt: skip
     rows = [
         (r["model"], r["condition"], str(r["runs"]), f"{r['dup']} of {r['runs'] - r['errors']}",
          str(r["real_dup"]), str(r["PASS"]), str(r["FAIL"]), str(r["NOT_TESTED"]), str(r["errors"]),
@@ -93,15 +97,16 @@ def summary_table(runs: pl.DataFrame) -> str:
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    return "\n".join([*lines, "", *agreement_lines(runs)])
+    return "\n".join([*lines, "", *agreement_lines(runs, truth)])
 
 
 # The most disagreeing runs the terminal lists one by one; the report lists them all.
 _LISTED = 10
 
 
-def agreement_lines(runs: pl.DataFrame) -> list[str]:
-    """R10: how many verdicts the real rows contradict, loud and first when any do."""
+def agreement_lines(runs: pl.DataFrame, truth: str = ROW_WORDS) -> list[str]:
+    """R10: how many verdicts the ground truth (`truth`, in words) contradicts, loud and first
+    when any do."""
     from runner.analysis.analyse import disagreeing_runs
 
     ok = runs.filter(pl.col("status") != "error")
@@ -114,10 +119,10 @@ def agreement_lines(runs: pl.DataFrame) -> list[str]:
         tally += f", {counts[UNKNOWN]} unknown (the truth probe failed)"
     bad = disagreeing_runs(runs)
     if not bad:
-        return [f"Verdicts against the upstream's real rows: 0 disagree, {tally}."]
+        return [f"Verdicts against {truth}: 0 disagree, {tally}."]
     lines = [
         f"WARNING: {len(bad)} verdict{'s DISAGREE' if len(bad) != 1 else ' DISAGREES'} with "
-        f"the upstream's real rows; {tally}:"
+        f"{truth}; {tally}:"
     ]
     for r in bad[:_LISTED]:
         lines.append(

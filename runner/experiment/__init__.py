@@ -8,7 +8,7 @@ parameters). Every problem becomes one line `FILE:LINE: FIELD: message` in a `Sp
 once; `runner.experiment.records` holds what each run leaves (the store's rows).
 """
 
-from runner.experiment._agents import PLACEHOLDERS, AgentSpec
+from runner.experiment._agents import PLACEHOLDERS, AgentSpec, resolved_command
 from runner.experiment._base import (
     FrozenDict,
     SpecError,
@@ -36,9 +36,12 @@ from runner.experiment._models import (
     PatchArm,
     Prompt,
 )
+from runner.experiment._truth import ROW_WORDS, stored_truth_kinds, truth_kind, truth_words
+from runner.experiment._truth import ROWS as TRUTH_ROWS
 
 __all__ = [
     "PLACEHOLDERS",
+    "ROW_WORDS",
     "AgentSpec",
     "ChaosParams",
     "Conversation",
@@ -55,6 +58,7 @@ __all__ = [
     "Scenario",
     "SpecError",
     "StopEarly",
+    "TRUTH_ROWS",
     "TruthProbe",
     "Upstream",
     "canonical_json",
@@ -63,6 +67,10 @@ __all__ = [
     "load_spec",
     "matrix_problem",
     "name_problem",
+    "resolved_command",
+    "stored_truth_kinds",
     "thaw",
+    "truth_kind",
+    "truth_words",
     "unset_variables",
 ]

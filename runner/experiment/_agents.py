@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -96,3 +98,34 @@ class AgentSpec(Frozen):
                 for k, v in data["env"].items()
             }
         return {"agent": data}
+
+
+def resolved_command(
+    command: Sequence[str], spec_folder: Path | None, cwd: Path | None = None
+) -> list[str]:
+    """The agent's argv with the files it names beside the spec made absolute (Q1).
+
+    An agent starts in a folder of the run's own, so `[python, my_agent.py]` written beside
+    the spec would name a file that is not there. An element is resolved when it is a relative
+    path (no placeholder, not an option starting with `-`) that names an existing regular file
+    in the spec's folder; with `cwd` given, only when it names no file there (the agent finds
+    that one itself). The program itself (`argv[0]`) only when it holds a `/`: a bare name
+    (`python`, `node`) is looked up on PATH, as a shell would."""
+    if spec_folder is None:
+        return list(command)
+    argv = []
+    for i, part in enumerate(command):
+        if _names_a_file_beside_the_spec(part, i == 0, spec_folder, cwd):
+            part = str(spec_folder / part)
+        argv.append(part)
+    return argv
+
+
+def _names_a_file_beside_the_spec(part: str, program: bool, folder: Path, cwd: Path | None) -> bool:
+    if not part or part.startswith("-") or placeholders_in(part) or Path(part).is_absolute():
+        return False
+    if program and "/" not in part:
+        return False
+    if cwd is not None and (cwd / part).is_file():
+        return False
+    return (folder / part).is_file()

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import AfterValidator, Field, PrivateAttr, field_validator
 
 from runner.experiment._agents import AgentSpec
 from runner.experiment._base import Frozen, FrozenDict, SafeName, list_field
@@ -103,6 +104,17 @@ class ExperimentSpec(Frozen):
     # Not part of any run id: the judge reads a finished run, it does not change it.
     honesty: HonestySettings = Field(default_factory=HonestySettings)
     stop_early: StopEarly | None = None
+    # I3: each run's spans (the run, its tool calls) over OTLP as the OTEL_* variables say,
+    # from the run's events after it ended; not part of any run id.
+    otel: bool = False
+    # The folder the spec file lies in (load_spec sets it; no key of the YAML, no part of any
+    # run id): a command agent's argv may name files beside the spec (Q1).
+    _folder: Path | None = PrivateAttr(default=None)
+
+    @property
+    def folder(self) -> Path | None:
+        """The spec file's folder, absolute; None for a spec not read from a file."""
+        return self._folder
 
     def matrix_dimensions(self) -> list[tuple[str, int]]:
         """(what, how many) per dimension of the matrix, conversations counted per upstream

@@ -272,4 +272,5 @@ def load_spec(path: str | Path, text: str | None = None) -> ExperimentSpec:
     located += [(*locate(root, _yaml_loc(root, loc)), msg) for loc, msg in problems]
     if spec is None or located:
         raise SpecError(_render(shown, located))
+    spec._folder = path.parent.absolute()
     return spec

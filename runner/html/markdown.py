@@ -53,17 +53,18 @@ def render_markdown(analysis: Analysis) -> str:
                    for a in arms]
         rows = []
         for row in analysis.before_after:
+            truth = ov.truth_short(row.upstream)  # Q6
             line = [_cell(row.model), _cell(row.condition), _cell(row.scenario),
-                    _kn(row.unpatched) + _real(row.unpatched_real)]
+                    _kn(row.unpatched) + _real(row.unpatched_real, truth)]
             for arm in arms:
                 result = row.arms[arm]
                 if result is None:
                     line.append("–")
                 elif result.p_value is None:
-                    line.append(_kn(result.count) + _real(result.real))
+                    line.append(_kn(result.count) + _real(result.real, truth))
                 else:
                     line.append(
-                        f"{_kn(result.count)}{_real(result.real)}, {_test_text(result)}"
+                        f"{_kn(result.count)}{_real(result.real, truth)}, {_test_text(result)}"
                     )
             rows.append(line)
         lines += _table(header, rows, right=set())
@@ -83,8 +84,8 @@ def render_markdown(analysis: Analysis) -> str:
     k = analysis.pass_k
     header = [
         "Model", "Condition", "Scenario", "Patch", "Runs", "Failed to run",
-        "Duplicate execution", "95% interval", "Real duplicate rows", f"pass^{k}", "PASS",
-        "FAIL", "NOT_TESTED", "Mean score", "Disagree with real rows",
+        "Duplicate execution", "95% interval", "Duplicate in ground truth", f"pass^{k}", "PASS",
+        "FAIL", "NOT_TESTED", "Mean score", "Disagree with ground truth",
     ]
     rows = []
     for c in analysis.cells.iter_rows(named=True):
@@ -119,26 +120,28 @@ def _test_text(result: ArmResult) -> str:
     return f"{p_text(result.p_value)} ({test}), Holm {p_text(result.p_holm)}"
 
 
-def _real(count: Count | None) -> str:
-    return f"; real {count.k} of {count.n}" if count is not None else ""
+def _real(count: Count | None, words: str = "real rows") -> str:
+    """`; real rows 2 of 5` (Q6: the ground truth's own words)."""
+    return f"; {words} {count.k} of {count.n}" if count is not None else ""
 
 
 def _agreement(analysis: Analysis) -> list[str]:
-    """R10: the verdicts the upstream's real rows contradict, first and loud when there are any."""
+    """R10: the verdicts the ground truth contradicts, first and loud when there are any (Q6:
+    in its own words: real rows, the server's state, the cassette's count)."""
     ov = analysis.overview
     counts = ov.agreement
     tally = (
         f"{num(counts.get('agrees', 0))} agree, {num(counts.get('no_claim', 0))} NOT_TESTED "
-        f"claim nothing, {num(counts.get('not_checkable', 0))} not checkable (no real rows)"
+        f"claim nothing, {num(counts.get('not_checkable', 0))} not checkable (no ground truth)"
     )
     if counts.get("unknown"):  # T1: shown only when a truth probe failed
         tally += f", {num(counts['unknown'])} unknown (the truth probe failed)"
     if not ov.disagreements:
-        return [f"**Verdicts against the upstream's real rows: 0 disagree**; {tally}."]
+        return [f"**Verdicts against {ov.truth_long}: 0 disagree**; {tally}."]
     lines = [
         f"> **WARNING: {num(ov.disagreements)} "
-        f"{'verdicts disagree' if ov.disagreements != 1 else 'verdict disagrees'} with the "
-        f"upstream's real rows**; {tally}. The harness judged "
+        f"{'verdicts disagree' if ov.disagreements != 1 else 'verdict disagrees'} with "
+        f"{ov.truth_long}**; {tally}. The harness judged "
         f"{'these runs' if ov.disagreements != 1 else 'this run'} wrongly, so the counts below "
         "are not to be trusted:",
         ">",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from harness.base.errors import HarnessError
 from harness.base.outfile import write_file
 from runner.analysis import analyse
 from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS
@@ -28,6 +29,20 @@ def write_report(
     if fmt not in ("html", "md"):
         raise ValueError(f"unknown report format {fmt!r}: use html or md")
     with Store.open(db_path, read_only=True) as store:
+        check_experiments(store, experiment, db_path)
         analysis = analyse(store, experiment, max_detail_runs=max_detail_runs)
     text = render_html(analysis) if fmt == "html" else render_markdown(analysis)
     return write_file(out_path, text, "report")
+
+
+def check_experiments(store: Store, experiment: Experiments, db_path: str | Path) -> None:
+    """Q4: an experiment the store does not hold is a mistake (a typo, another store), never an
+    empty page; HarnessError naming the ones it holds."""
+    wanted = [experiment] if isinstance(experiment, str) else list(experiment or ())
+    known = store.experiment_names()
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        held = ", ".join(known) if known else "none"
+        raise HarnessError(
+            f"--experiment {unknown[0]}: {db_path} holds no such experiment; it holds: {held}"
+        )

@@ -40,8 +40,39 @@ RETRYABLE = {
 }
 
 
+# Q2: failures that running again will not mend, each named as the run's error says it
+# (`model call failed (missing key): ...`): a run stops a model's remaining runs after a few
+# in a row of one kind (runner.execute.failfast).
+MISSING_KEY, REFUSED, NOT_FOUND = "missing or refused key", "connection refused", "model not found"
+INFRASTRUCTURE_KINDS = (MISSING_KEY, REFUSED, NOT_FOUND)
+
+
 class ModelCallFailed(Exception):
-    """The provider kept failing (after retries) or refused the request."""
+    """The provider kept failing (after retries) or refused the request; `kind`: one of
+    INFRASTRUCTURE_KINDS when the cause is the setup (key, server, model), else None."""
+
+    def __init__(self, message: str, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def infrastructure_kind(exc: BaseException) -> str | None:
+    """Q2: which setup failure a provider error is, from litellm's exception (its class and
+    HTTP status) and its cause (a refused connection), or None for anything else."""
+    chain = _chain(exc)
+    if any(isinstance(e, ConnectionRefusedError) for e in chain):
+        return REFUSED
+    text = " ".join(str(e) for e in chain).lower()
+    if "connect call failed" in text or "connection refused" in text:
+        return REFUSED  # aiohttp and httpx name a refused connect this way
+    name = type(exc).__name__
+    status = getattr(exc, "status_code", None)
+    # litellm raises a missing OpenAI key as InternalServerError("Missing credentials ...")
+    if name == "AuthenticationError" or status == 401 or "missing credentials" in text:
+        return MISSING_KEY
+    if name == "NotFoundError" or status == 404:
+        return NOT_FOUND
+    return None
 
 
 def litellm_quietly() -> Any:
@@ -62,7 +93,8 @@ def resolve_env_refs(params: Mapping[str, Any]) -> dict[str, Any]:
             if name not in os.environ:
                 raise ModelCallFailed(
                     f"model parameter {key!r} names the environment variable {name}, "
-                    "which is not set"
+                    "which is not set",
+                    MISSING_KEY,
                 )
             value = os.environ[name]
         resolved[key] = value
@@ -105,6 +137,18 @@ def takes_seed(model: str, params: Mapping[str, Any]) -> bool:
     return provider_of(model, params) in SEEDED_PROVIDERS
 
 
+def gets_placeholder_key(model: str, kwargs: Mapping[str, Any]) -> bool:
+    """Whether the call goes to a server on this machine through the OpenAI client without a
+    key of its own: it gets LOCAL_PLACEHOLDER_KEY, never a provider key from the environment."""
+    base = kwargs.get("api_base") or kwargs.get("base_url")
+    return (
+        "api_key" not in kwargs
+        and isinstance(base, str)
+        and is_local_url(base)
+        and provider_of(model, kwargs) in _OPENAI_CLIENT_PROVIDERS
+    )
+
+
 @dataclass(frozen=True)
 class CallPlan:
     """The keyword arguments of every call to one model, and its deadline in seconds."""
@@ -118,13 +162,7 @@ def plan_call(model: str, params: Mapping[str, Any], model_timeout_s: float) -> 
     kwargs = resolve_env_refs(params)
     own = kwargs.pop("timeout", None)
     deadline = min(model_timeout_s, float(own)) if own is not None else model_timeout_s
-    base = kwargs.get("api_base") or kwargs.get("base_url")
-    if (
-        "api_key" not in kwargs
-        and isinstance(base, str)
-        and is_local_url(base)
-        and provider_of(model, kwargs) in _OPENAI_CLIENT_PROVIDERS
-    ):
+    if gets_placeholder_key(model, kwargs):
         kwargs["api_key"] = LOCAL_PLACEHOLDER_KEY
     kwargs.update(timeout=deadline, max_retries=0, num_retries=0)
     return CallPlan(kwargs, deadline)
@@ -199,15 +237,18 @@ async def complete(
             detail = f"Timeout: no answer from {model} within {plan.deadline_s:g} s"
         except Exception as exc:  # litellm's error tree: sorted by class name below
             name, error, detail = type(exc).__name__, exc, describe(exc, model)
-        if name not in RETRYABLE or attempt == attempts:
-            raise ModelCallFailed(detail) from error
+        kind = infrastructure_kind(error)
+        # A missing key stays missing (litellm names one an InternalServerError): no retry.
+        if name not in RETRYABLE or attempt == attempts or kind == MISSING_KEY:
+            raise ModelCallFailed(detail, kind) from error
         wait = rng.uniform(0, min(max_backoff_s, backoff_s * 2**attempt))  # full jitter
         asked = _retry_after_s(error)
         if asked is not None:
             if asked > max_backoff_s:
                 raise ModelCallFailed(
                     f"{detail} (the provider asks to wait {asked:g} s, more than "
-                    f"retry.max_backoff_s {max_backoff_s:g})"
+                    f"retry.max_backoff_s {max_backoff_s:g})",
+                    kind,
                 ) from error
             wait = max(wait, asked)
         await asyncio.sleep(wait)

@@ -344,6 +344,18 @@ class Store:
             params=params,
         ).pl()
 
+    def runs_with_finding(self, experiment: Experiments, table: str, code: str) -> pl.DataFrame:
+        """The ids of the runs (of some experiments, or all) whose report holds a violation or
+        an observation (`table`) with this code: one column, run_id, each id once (Q5)."""
+        if table not in ("violations", "observations"):
+            raise StoreError(f"unknown findings table {table!r}")
+        where, params = _experiment_filter(experiment)
+        return self._con.sql(
+            f"SELECT DISTINCT f.run_id FROM {table} f WHERE f.code = ? AND f.run_id IN "
+            f"(SELECT run_id FROM runs{where})",
+            params=[code, *params],
+        ).pl()
+
     def load_runs_by_id(self, run_ids: Sequence[str]) -> pl.DataFrame:
         """Whole run rows, raw report JSON included, for some run ids."""
         with self._ids_view(run_ids) as view:

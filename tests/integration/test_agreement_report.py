@@ -7,6 +7,7 @@ disagree, so an experiment with a disagreement cannot pass unnoticed.
 
 from __future__ import annotations
 
+import html
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
@@ -154,7 +155,7 @@ def test_r10_markdown_opens_with_the_disagreements_and_counts_them_per_cell(bad_
     assert "> **WARNING: 2 verdicts disagree with the upstream's real rows**" in head
     escaped = WRONG.replace("_", "\\_")  # V6: stored text is escaped for Markdown
     assert f"> - `run-002` m, booking, F1, single, patch none #2: {escaped}" in head
-    assert "2 of 4 (50%); real 2 of 4 |" in text  # before/after, unpatched
+    assert "2 of 4 (50%); real rows 2 of 4 |" in text  # before/after, unpatched
     cells = text.split("#### All cells")[1]
     assert "| **1 of 3** |" in cells and "| **1 of 2** |" in cells
 
@@ -186,7 +187,8 @@ def test_r10_html_puts_the_disagreements_first_and_links_each_run(bad_store, tmp
     text, tags = _html(bad_store, tmp_path)
     alert = text.index('id="disagreement-alert"')
     assert alert < text.index('id="overview"')
-    assert "2 verdicts disagree with the upstream's real rows" in text
+    # the words are escaped as any text is (&#39;), and read as they are written
+    assert "2 verdicts disagree with the upstream's real rows" in html.unescape(text)
     links = [a["href"] for t, a in tags if t == "a" and (a.get("href") or "").startswith("#run-")]
     assert links[:2] == ["#run-run-005", "#run-run-002"]
     (card,) = [a for t, a in tags if a.get("id") == "disagreements"]

@@ -53,7 +53,7 @@ def _variant(**changes: Any) -> dict[str, Any]:
 
 
 BAD_BASELINES: dict[str, tuple[str, str]] = {
-    "version 2": (json.dumps(_variant(version=2)), "summary version 2"),
+    "version 3": (json.dumps(_variant(version=3)), "summary version 3"),  # Q5: 1 and 2 read
     "k above n": (json.dumps(_variant(groups=[_group(k=7, n=5)])), "k = 7 is more than n = 5"),
     "k=5, n=0": (json.dumps(_variant(groups=[_group(k=5, n=0)])), "n = 0"),
     "n=0": (json.dumps(_variant(groups=[_group(k=0, n=0)])), "at least one judged run"),

@@ -27,10 +27,13 @@ RANKS = {
     "harness.judge": 3,  # pure: events -> report, score
     "harness.report": 4,  # the judgement, patches, Markdown, the report file
     "harness.session": 5,  # the judged session and its recorder
+    "harness.otel": 5,  # I3: a session's spans from its events, exported through the SDK
     "harness.proxy": 6,  # the router and its entry points
     "harness.benchmark": 7,  # the self-test and its simulated backend
     "harness.cassette": 7,  # U2: record a real session, replay it (uses the proxy's parts)
+    "harness.clients": 7,  # issue 38: a client's own MCP configuration, wrapped and unwrapped
     "harness.demo": 8,  # the demo server
+    "harness.testing": 8,  # I2: the pytest plugin (fixtures, marker, assertions, cassettes)
     "harness.__main__": 9,  # `python -m harness proxy ...`
 }
 
@@ -42,6 +45,8 @@ PUBLIC = {
     "harness.benchmark",  # `agent-harness benchmark`
     "harness.demo",  # `agent-harness demo`
     "harness.cassette",  # `agent-harness record` / `replay`, a cassette's count (U2)
+    "harness.clients",  # `agent-harness wrap` (issue 38)
+    "harness.otel",  # I3: the runner's spans of a run
     "harness.base.redact",  # V3, V15: the text redaction the store and the cassettes share
     "harness.base.reaper",  # V16: every process a run starts ends with all it started
     "harness.base",  # files and text (below)

@@ -134,3 +134,16 @@ def test_h1_a_header_given_twice_is_refused():  # H1
     assert "more than once" in refused(
         *URL, "--upstream-header", "X-Key: a", "--upstream-header-env", "x-key=VAR"
     )
+
+
+def test_i1_a_bearer_token_from_a_variable_is_sent_as_authorization() -> None:
+    # Codex's bearer_token_env_var, as wrap hands it to the proxy
+    config = parse([*URL, "--upstream-bearer-env", "FIGMA_TOKEN"]).config
+    assert config is not None
+    (spec,) = config.upstream_headers
+    assert (spec.name, spec.env, spec.prefix) == ("Authorization", "FIGMA_TOKEN", "Bearer ")
+    assert resolve(config.upstream_headers, {"FIGMA_TOKEN": "t0k"}) == {
+        "Authorization": "Bearer t0k"
+    }
+    with pytest.raises(UsageError, match="--upstream-bearer-env works only with --upstream-url"):
+        parse(["--upstream-command", "x", "--upstream-bearer-env", "T"])

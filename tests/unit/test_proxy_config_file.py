@@ -151,12 +151,12 @@ def test_x1_every_flag_reaches_a_proxy_through_its_config_file(tmp_path: Path) -
          "--keys-honoured=pay_*", "--idempotent-tools=put_*", "--distrust-annotations",
          "--statement-tools=execute_*", "--strict-errors", "--no-profiles",  # Z1 Z4 Z7
          "--audit-tools", "off", "--report-file=r.json", "--event-log=e.jsonl",
-         "--upstream-timeout", "2.5", "--max-message-bytes", "4096"],
+         "--upstream-timeout", "2.5", "--max-message-bytes", "4096", "--otel"],  # I3
         ["--upstream-url=http://127.0.0.1:8000/mcp", "--upstream-header=A: b",
-         "--upstream-header-env=C=D", "--listen", "127.0.0.1:0",
+         "--upstream-header-env=C=D", "--upstream-bearer-env=T", "--listen", "127.0.0.1:0",
          "--allowed-origin=https://app.example", "--max-sessions", "1",
          "--session-idle-timeout", "2", "--max-connections", "3", "--http-header-timeout", "4",
-         "--http-body-timeout", "5", "--http-idle-timeout", "6"],
+         "--http-body-timeout", "5", "--http-idle-timeout", "6", "--no-report-file"],  # Q3
         # H2: each fault parameter's flag, with a scenario that takes it (the registry)
         *(["--upstream-command=x", "--listen=127.0.0.1:0", "--scenario", users_of(param)[0],
            param.flag, param.text(param.high)] for param in PARAMS),

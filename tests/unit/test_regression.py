@@ -18,25 +18,32 @@ from runner.analysis.regression import (
     load_summary,
     summarise,
 )
-from runner.experiment.records import RunRecord
+from runner.experiment.records import FindingRow, RunRecord
 from runner.store import Store, StoreError
 
 T0 = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
 
 
 def runs(model: str, k: int, n: int, *, errors: int = 0, scenario: str = "F1",
-         prefix: str = "") -> list[RunRecord]:
-    """n runs that ran (k with a duplicate) plus some that failed to run."""
+         prefix: str = "", findings: dict[str, int] | None = None) -> list[RunRecord]:
+    """n runs that ran (k with a duplicate) plus some that failed to run; `findings`: code ->
+    how many of the n runs hold that violation or observation (Q5)."""
     out = []
     for i in range(n + errors):
         failed = i >= n
+        found = [
+            FindingRow(kind="observation" if code.startswith("UNVERIFIED") else "violation",
+                       code=code)
+            for code, count in (findings or {}).items()
+            if i < count
+        ]  # fmt: skip
         out.append(RunRecord(
             run_id=f"{prefix}{model}-{scenario}-{i}", experiment="nightly", cell_id="c",
             repetition=i, model=model, prompt="default", patch_arm="none", upstream="booking",
             scenario=scenario, conversation="retry", status="error" if failed else "ok",
             error="boom" if failed else None, verdict=None if failed else "PASS",
             duplicate_found=None if failed else i < k, started_at=T0, finished_at=T0,
-            harness_version="0.1.0",
+            harness_version="0.1.0", findings=found,
         ))
     return out
 
@@ -104,7 +111,7 @@ def test_export_summary_round_trips_through_json(tmp_path, baseline_db):  # R8
     path = tmp_path / "baseline.json"
     path.write_text(json.dumps(exported))
     loaded = load_summary(path)
-    assert exported["format"] == "agent-harness-summary" and exported["version"] == 1
+    assert exported["format"] == "agent-harness-summary" and exported["version"] == 2  # Q5
     assert [g.model_dump() for g in loaded.groups] == [
         g.model_dump() for g in summary_of(baseline_db).groups
     ]
@@ -182,3 +189,71 @@ def test_an_empty_comparison_is_valid_junit():
     empty = Summary(generated_at=T0, experiments=[], harness_versions=[], groups=[])
     root = ET.fromstring(junit_xml(compare(empty, empty)))
     assert root.find("testsuite").get("tests") == "0"
+
+
+RETRY, UNVERIFIED = "RETRY_AFTER_VIOLATED", "UNVERIFIED_AFTER_TIMEOUT"
+
+
+def test_q5_each_violation_kind_is_compared_with_its_own_interval(tmp_path):
+    # no duplicate anywhere: on duplicates alone this sweep was "no regression"
+    base, new = tmp_path / "base.duckdb", tmp_path / "new.duckdb"
+    store_with(base, runs("m", 0, 10, findings={RETRY: 0, UNVERIFIED: 4}))
+    store_with(new, runs("m", 0, 10, findings={RETRY: 6, UNVERIFIED: 5}))
+    (group,) = compare_to_baseline(base, new).groups
+    assert group.kinds == (RETRY,)  # 6 of 10 above [0%, 28%]; 5 of 10 within [17%, 69%]
+    text = group.describe()
+    assert text.startswith("duplicate runs 0 of 10 (0%), within or below")
+    assert f"({RETRY}) 6 of 10 (60%), above the baseline's 95% interval [0%, 28%] (0 of 10)" in text
+    assert f"({UNVERIFIED}) 5 of 10 (50%), within or below the baseline's 95% interval" in text
+    case = ET.fromstring(junit_xml(compare_to_baseline(base, new))).find("testsuite/testcase")
+    assert case.find("failure").get("type") == "RateRegression"
+
+
+def test_q5_the_baseline_carries_each_kinds_rate_and_interval(tmp_path):
+    path = tmp_path / "base.duckdb"
+    store_with(path, runs("m", 1, 10, errors=2, findings={RETRY: 3, UNVERIFIED: 10}))
+    (group,) = export_summary(path)["groups"]
+    assert (group["k"], group["n"]) == (1, 10)
+    retry, unverified = group["kinds"][RETRY], group["kinds"][UNVERIFIED]
+    assert (retry["k"], retry["rate"]) == (3, 0.3)
+    assert (retry["ci_low"], retry["ci_high"]) == pytest.approx(
+        (wilson_interval(3, 10).low, wilson_interval(3, 10).high)
+    )
+    assert (unverified["k"], unverified["rate"]) == (10, 1.0)
+
+
+def test_q5_a_version_1_baseline_is_read_and_compared_on_duplicates_only(tmp_path):
+    base, new = tmp_path / "base.json", tmp_path / "new.duckdb"
+    one = {"format": "agent-harness-summary", "version": 1, "generated_at": "2026-11-01T00:00:00",
+           "experiments": ["nightly"], "harness_versions": ["0.1.0"],
+           "groups": [{"model": "m", "prompt": "default", "upstream": "booking",
+                       "conversation": "retry", "scenario": "F1", "patch_arm": "none",
+                       "runs": 10, "errors": 0, "k": 0, "n": 10}]}  # fmt: skip
+    base.write_text(json.dumps(one))
+    store_with(new, runs("m", 0, 10, findings={RETRY: 10}))
+    (group,) = compare_to_baseline(base, new).groups
+    assert not group.regressed
+    assert f"({RETRY}) 10 of 10 (100%), no baseline rate (export the baseline again)" in (
+        group.describe()
+    )
+
+
+@pytest.mark.parametrize(
+    ("kinds", "fragment"),
+    [
+        ({RETRY: {"k": 11}}, f"kinds.{RETRY}.k = 11 is not between 0 and n = 10"),
+        ({RETRY: {"k": -1}}, f"kinds.{RETRY}.k = -1 is not between 0 and n = 10"),
+        ({"SOMETHING_NEW": {"k": 1}}, "groups[0].kinds.SOMETHING_NEW"),
+    ],
+)
+def test_q5_a_kind_that_cannot_be_true_is_one_line(tmp_path, kinds, fragment):
+    path = tmp_path / "base.json"
+    data = {"format": "agent-harness-summary", "version": 2, "generated_at": "2026-11-01T00:00:00",
+            "experiments": ["e"], "harness_versions": ["0.1.0"],
+            "groups": [{"model": "m", "prompt": "p", "upstream": "u", "conversation": "c",
+                        "scenario": "F1", "patch_arm": "none", "runs": 10, "errors": 0,
+                        "k": 0, "n": 10, "kinds": kinds}]}  # fmt: skip
+    path.write_text(json.dumps(data))
+    with pytest.raises(StoreError) as info:
+        load_summary(path)
+    assert fragment in str(info.value) and "\n" not in str(info.value)

@@ -73,3 +73,46 @@ def test_u1_v3_agent_env_values_are_secrets_of_the_spec_text() -> None:
     redactor = Redactor.for_spec_text(text)
     assert "s3cret-agent-value" not in redactor.spec_text(text)
     assert redactor.text("the agent printed s3cret-agent-value") == "the agent printed [REDACTED]"
+
+
+def test_q1_command_elements_naming_files_beside_the_spec_are_made_absolute(
+    tmp_path: Path,
+) -> None:
+    from runner.experiment import resolved_command
+
+    folder, elsewhere = tmp_path / "experiments", tmp_path / "cwd"
+    (folder / "tools").mkdir(parents=True)
+    elsewhere.mkdir()
+    for name in ("my_agent.py", "python", "run.sh", "tools/conf.toml", "both.txt", "-v"):
+        (folder / name).write_text("")
+    (elsewhere / "both.txt").write_text("")
+    command = ["python", "my_agent.py", "{mcp_config}", "--config", "tools/conf.toml",
+               "-v", "missing.py", "tools", str(folder / "my_agent.py"), "both.txt"]  # fmt: skip
+    assert resolved_command(command, folder) == [
+        "python",  # a bare program name: found on PATH, even with a file of that name here
+        str(folder / "my_agent.py"),
+        "{mcp_config}",  # a placeholder
+        "--config",  # an option
+        str(folder / "tools/conf.toml"),
+        "-v",  # an option, whatever files exist
+        "missing.py",  # no such file beside the spec
+        "tools",  # a folder, not a file
+        str(folder / "my_agent.py"),  # absolute already
+        str(folder / "both.txt"),
+    ]
+    # with `cwd`, a file the agent finds in its own folder stays as written
+    assert resolved_command(["./run.sh", "both.txt"], folder, elsewhere) == [
+        str(folder / "run.sh"),  # the program with a `/`: beside the spec
+        "both.txt",
+    ]
+    assert resolved_command(["python", "my_agent.py"], None) == ["python", "my_agent.py"]
+
+
+def test_q1_the_specs_folder_is_in_no_run_id(tmp_path: Path) -> None:
+    # one spec in two folders: the same runs (a shard on another machine resumes them)
+    text = spec_text(agents="[{name: a, command: [python, my_agent.py]}]", models=None)
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+    one, two = (load_spec(write(tmp_path / d, text)) for d in ("one", "two"))
+    assert one.folder == (tmp_path / "one").absolute() and one.folder != two.folder
+    assert [c.run_id for c in expand(one)] == [c.run_id for c in expand(two)]

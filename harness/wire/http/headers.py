@@ -144,6 +144,7 @@ class HeaderSpec:
     name: str
     value: SecretValue | None = None
     env: str | None = None
+    prefix: str = ""  # before the variable's value: "Bearer " for --upstream-bearer-env
 
     def describe(self) -> str:
         """How to mention it in a message: its name and source, never its value."""
@@ -165,7 +166,7 @@ def resolve(specs: tuple[HeaderSpec, ...], environ: Mapping[str, str]) -> dict[s
         if spec.env is not None:
             if spec.env not in environ:
                 raise KeyError(spec.env)
-            out[spec.name] = SecretValue(environ[spec.env])
+            out[spec.name] = SecretValue(spec.prefix + environ[spec.env])
         elif spec.value is not None:
             out[spec.name] = spec.value
     return out
