@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.support import launcher
-from tests.support.paths import BIN, COUNTING_SERVER
+from tests.support.paths import BIN, COUNTING_SERVER, ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -29,6 +29,7 @@ ENV_VALUE = "agent-env-secret-0123456789"
 SECRETS = {"argv shape": SHAPED, "argv password": PASSWORD, "output shape": GITHUB,
            "env value": ENV_VALUE}  # fmt: skip
 MARKER = "VISIBLE-OUTPUT-MARKER"
+HANDSHAKE = ROOT / "tests" / "support" / "agents" / "handshake.py"
 LIMIT = 300  # the agent's max_output_bytes
 
 
@@ -36,6 +37,7 @@ def _agent_script() -> str:
     # stdout: its env value begins 10 bytes before the output bound (cut first, its first 10
     # characters were stored); stderr: its argv and a GitHub token's shape.
     return (
+        f"import runpy; runpy.run_path({str(HANDSHAKE)!r})\n"  # a session: the run counts
         "import os, sys\n"
         f"sys.stdout.write('{MARKER} ' + 'x' * ({LIMIT} - 10 - {len(MARKER) + 2}) + ' ' "
         "+ os.environ['AGENT_TOKEN'] + ' tail\\n')\n"
