@@ -81,7 +81,7 @@ def test_v16_run_ends_with_a_probe_and_an_agent_that_leave_setsid_grandchildren(
     # V16: the probe's grandchild held its output pipe and `run` never ended; the agent's
     # setsid children outlived the run.
     probe = leaver(tmp_path, "probe-daemon", say="row-1")
-    agent = leaver(tmp_path, "agent-daemon", say="agent done")
+    agent = leaver(tmp_path, "agent-daemon", say="agent done", handshake=True)
     spec = {
         "name": "trees",
         "agents": [{"name": "leaver", "command": agent, "transport": "http", "timeout_s": 60}],

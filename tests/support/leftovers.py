@@ -15,21 +15,25 @@ import time
 from pathlib import Path
 
 DEADLINE_S = 10.0
+HANDSHAKE = Path(__file__).resolve().parent / "agents" / "handshake.py"
 
 
 def leaver(
     folder: Path, name: str, *, say: str = "", then: list[str] | None = None,
-    clear_env: bool = False,
+    clear_env: bool = False, handshake: bool = False,
 ) -> list[str]:  # fmt: skip
     """argv of a program that leaves a daemon whose pid goes to `folder/<name>.pid`, prints
     `say`, then execs `then` (or exits 0). `clear_env`: the daemon runs with no environment
-    (so nothing but a cgroup or its session can find it once its parent is gone)."""
+    (so nothing but a cgroup or its session can find it once its parent is gone);
+    `handshake`: as a command agent over HTTP, it first opens its MCP session (a run whose
+    agent never did fails to run, Q1)."""
     pidfile = folder / f"{name}.pid"
     sleep = "os.execve('/bin/sleep', ['sleep', '300'], {})" if clear_env else "time.sleep(300)"
     become = f"os.execv({then[0]!r}, {then!r})\n" if then else ""
     program = folder / f"{name}.py"
+    opening = f"import runpy; runpy.run_path({str(HANDSHAKE)!r})\n" if handshake else ""
     program.write_text(
-        "import os, sys, time\n"
+        opening + "import os, sys, time\n"
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
         "    if os.fork() == 0:\n"
