@@ -102,6 +102,7 @@ def read_lines(path: str | os.PathLike[str], what: str, max_line: int) -> Iterat
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 raise InputFileError(f"{shown}:{number}: not UTF-8 text") from None
+            del raw  # a long line is held once while the caller reads it, not twice
             yield number, text
 
 

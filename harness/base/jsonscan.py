@@ -8,6 +8,7 @@ the tool name and the arguments' raw text, which this scanner finds without recu
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from json.decoder import scanstring
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -19,8 +20,8 @@ class ScanError(ValueError):
     """Not a JSON object this scanner can read."""
 
 
-def _skip_ws(text: str, i: int) -> int:
-    return _WS.match(text, i).end()
+def _skip_ws(text: str, i: int, end: int | None = None) -> int:
+    return _WS.match(text, i, len(text) if end is None else end).end()
 
 
 def _value_end(text: str, i: int) -> int:
@@ -95,16 +96,204 @@ def array_elements(text: str) -> list[str]:
 
 def element_spans(text: str) -> list[tuple[int, int]]:
     """Where each element of the JSON array in `text` stands: (start, end)."""
+    return list(iter_element_spans(text))
+
+
+def iter_element_spans(text: str) -> Iterator[tuple[int, int]]:
+    """`element_spans` one at a time (an array of millions of elements is no list of them)."""
     i = _skip_ws(text, 0)
     if not text.startswith("[", i):
         raise ScanError("not a JSON array")
     i = _skip_ws(text, i + 1)
-    elements: list[tuple[int, int]] = []
     if text.startswith("]", i):
-        return elements
+        return
     while True:
         end = _value_end(text, i)
-        elements.append((i, end))
+        yield i, end
         i = _next_item(text, end, "]")
         if i is None:
-            return elements
+            return
+
+
+# Validation without building (V17). A token at a time costs a Python step per value, so runs
+# of values up to `_RUN_DEPTH` levels deep are matched by one regular expression each (with
+# possessive quantifiers: linear, no backtracking); only deeper nesting is walked token by token.
+_WS_RE = r"[ \t\n\r]*+"
+_STRING_RE = r'"(?:[^"\\\x00-\x1f]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"'
+_NUMBER_RE = r"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?"
+_RUN_DEPTH = 3
+
+
+def _nesting(inner: str) -> str:
+    """A JSON value whose containers hold only `inner` values."""
+    element = f"(?:{inner}){_WS_RE}"
+    member = f"{_STRING_RE}{_WS_RE}:{_WS_RE}{element}"
+    array = rf"\[{_WS_RE}(?:{element}(?:,{_WS_RE}{element})*+)?\]"
+    obj = rf"\{{{_WS_RE}(?:{member}(?:,{_WS_RE}{member})*+)?\}}"
+    return f"{_STRING_RE}|{_NUMBER_RE}|true|false|null|{array}|{obj}"
+
+
+_SHALLOW = f"{_STRING_RE}|{_NUMBER_RE}|true|false|null"
+for _ in range(_RUN_DEPTH):
+    _SHALLOW = _nesting(_SHALLOW)
+_SHALLOW_VALUE = re.compile(f"{_WS_RE}(?:{_SHALLOW})")
+_ARRAY_RUN = re.compile(f"(?:{_WS_RE},{_WS_RE}(?:{_SHALLOW}))*+")
+_MEMBER_RUN = re.compile(
+    f"(?:{_WS_RE},{_WS_RE}{_STRING_RE}{_WS_RE}:{_WS_RE}(?:{_SHALLOW}))*+"
+)
+_FIRST_MEMBER = re.compile(f"{_WS_RE}{_STRING_RE}{_WS_RE}:{_WS_RE}(?:{_SHALLOW})")
+# One token after optional white space: a number, a literal, or a structural character (a
+# string starts with its quote and is read by `scanstring`).
+_TOKEN = re.compile(
+    r"[ \t\n\r]*(?:(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)|(true|false|null)"
+    r"|([\[\]{}:,\"]))"
+)
+_VALUE, _FIRST_VALUE, _FIRST_KEY, _KEY, _COLON, _AFTER = range(6)
+
+
+def validate(text: str, start: int = 0, end: int | None = None) -> None:
+    """Check that `text[start:end]` is one JSON value (RFC 8259: no NaN, no Infinity, strings
+    as JSON writes them) without building it: memory stays that of the text, however many
+    values it holds or how deeply they nest (V17). ScanError names the position."""
+    end = len(text) if end is None else end
+    after = _skip_ws(text, _walk(text, start, end, start), end)
+    if after < end:
+        raise ScanError(f"extra data at character {after - start}")
+
+
+def object_members(
+    text: str, start: int = 0, end: int | None = None
+) -> dict[str, tuple[int, int]]:
+    """`member_spans` of the JSON object `text[start:end]`, validated whole as `validate` does
+    (the spans index `text`); ScanError when it is not one valid JSON object."""
+    end = len(text) if end is None else end
+    i = _skip_ws(text, start, end)
+    if not text.startswith("{", i):
+        raise ScanError("not a JSON object")
+    i = _skip_ws(text, i + 1, end)
+    members: dict[str, tuple[int, int]] = {}
+    if not text.startswith("}", i):
+        while True:
+            if not text.startswith('"', i):
+                raise ScanError(f"member name expected at character {i - start}")
+            try:
+                name, i = scanstring(text, i + 1, True)
+            except ValueError as exc:
+                raise ScanError(f"invalid string at character {i - start}") from exc
+            i = _skip_ws(text, i, end)
+            if not text.startswith(":", i):
+                raise ScanError(f"':' expected at character {i - start}")
+            value = _skip_ws(text, i + 1, end)
+            i = _walk(text, value, end, start)
+            members[name] = (value, i)
+            i = _after_item(text, i, end, start, "}")
+            if i is None:
+                return members
+    _closed(text, i, end, start)
+    return members
+
+
+def array_items(text: str, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int]]:
+    """Where each element of the JSON array `text[start:end]` stands, one at a time, each
+    validated as `validate` does; ScanError when it is not one valid JSON array."""
+    end = len(text) if end is None else end
+    i = _skip_ws(text, start, end)
+    if not text.startswith("[", i):
+        raise ScanError("not a JSON array")
+    i = _skip_ws(text, i + 1, end)
+    if not text.startswith("]", i):
+        while True:
+            value = i
+            i = _walk(text, value, end, start)
+            yield value, i
+            i = _after_item(text, i, end, start, "]")
+            if i is None:
+                return
+    _closed(text, i, end, start)
+
+
+def _after_item(text: str, i: int, end: int, start: int, close: str) -> int | None:
+    """After an item of a container that closes with `close`: where the next one begins, or
+    None when the container closed there (and nothing but white space follows it)."""
+    i = _skip_ws(text, i, end)
+    if text.startswith(",", i):
+        return _skip_ws(text, i + 1, end)
+    if not text.startswith(close, i):
+        raise ScanError(f"',' or {close!r} expected at character {i - start}")
+    _closed(text, i, end, start)
+    return None
+
+
+def _closed(text: str, i: int, end: int, start: int) -> None:
+    """`text[i]` closes the outermost container: nothing but white space may follow."""
+    if i >= end or _skip_ws(text, i + 1, end) < end:
+        raise ScanError(f"extra data at character {i + 1 - start}")
+
+
+def _walk(text: str, i: int, end: int, start: int) -> int:
+    """Validate the one JSON value that begins at `i` (after white space); where it ends."""
+    stack: list[str] = []  # "]" or "}" for each open container
+    expect = _VALUE
+    while True:
+        if expect in (_VALUE, _FIRST_VALUE) and (run := _SHALLOW_VALUE.match(text, i, end)):
+            i = run.end()
+        elif expect == _FIRST_KEY and (run := _FIRST_MEMBER.match(text, i, end)):
+            i = run.end()
+        else:
+            i, expect = _token(text, i, end, start, stack, expect)
+            if expect != _AFTER:
+                continue
+        # A value ended: at the top, that is the whole value; in a container, the values
+        # after it that a run matches are skipped at once.
+        if not stack:
+            return i
+        i = (_ARRAY_RUN if stack[-1] == "]" else _MEMBER_RUN).match(text, i, end).end()
+        expect = _AFTER
+
+
+def _token(
+    text: str, i: int, end: int, start: int, stack: list[str], expect: int
+) -> tuple[int, int]:
+    """One token of `validate`'s walk: where the next begins and what it expects then
+    (_AFTER: a value has just ended)."""
+    match = _TOKEN.match(text, i, end)
+    if match is None:
+        raise ScanError(f"invalid JSON at character {_skip_ws(text, i) - start}")
+    number, literal, mark = match.groups()
+    at = match.end() - 1 - start
+    i = match.end()
+    if mark == '"':
+        try:
+            i = scanstring(text, i, True)[1]
+        except ValueError as exc:
+            raise ScanError(f"invalid string at character {at}") from exc
+        if i > end:
+            raise ScanError("unterminated string")
+        if expect in (_FIRST_KEY, _KEY):
+            return i, _COLON
+        if expect not in (_VALUE, _FIRST_VALUE):
+            raise ScanError(f"unexpected string at character {at}")
+        return i, _AFTER
+    if number is not None or literal is not None:
+        if expect not in (_VALUE, _FIRST_VALUE):
+            raise ScanError(f"unexpected value at character {match.start(1 if number else 2) - start}")
+        return i, _AFTER
+    if mark in "[{":
+        if expect not in (_VALUE, _FIRST_VALUE):
+            raise ScanError(f"unexpected {mark!r} at character {at}")
+        stack.append("]" if mark == "[" else "}")
+        return i, _FIRST_VALUE if mark == "[" else _FIRST_KEY
+    if mark in "]}":
+        closes = stack and stack[-1] == mark
+        empty = expect == (_FIRST_VALUE if mark == "]" else _FIRST_KEY)
+        if not closes or not (expect == _AFTER or empty):
+            raise ScanError(f"unexpected {mark!r} at character {at}")
+        stack.pop()
+        return i, _AFTER
+    if mark == ":":
+        if expect != _COLON:
+            raise ScanError(f"unexpected ':' at character {at}")
+        return i, _VALUE
+    if expect != _AFTER:  # ","
+        raise ScanError(f"unexpected ',' at character {at}")
+    return i, _VALUE if stack[-1] == "]" else _KEY

@@ -30,15 +30,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.base.errors import OutputFileError
+from harness.base.errors import OutputFileError, no_space
 
 STDOUT = "-"
 _MAX_SYMLINKS = 40  # as the kernel's path walk (ELOOP)
 _PSEUDO_FS = (Path("/proc"), Path("/sys"))
 
 
-def _reason(exc: OSError) -> str:
-    return exc.strerror or str(exc)
+def _reason(exc: OSError, path: str | os.PathLike[str] | None = None) -> str:
+    """Why an OS call failed, in words; a full disk names the disk (V20): the disk that holds
+    `path` when the error does not name a file."""
+    return no_space(exc, path) or exc.strerror or str(exc)
 
 
 def kind_of(mode: int) -> str:
@@ -109,7 +111,7 @@ def resolve(path: str | os.PathLike[str], what: str = "output file", *,
                 continue
             except OSError as exc:
                 raise OutputFileError(
-                    f"{shown}: cannot create folder {candidate}: {_reason(exc)}"
+                    f"{shown}: cannot create folder {candidate}: {_reason(exc, shown)}"
                 ) from exc
             current = candidate
             continue
@@ -162,6 +164,102 @@ def same_file(a: Target, b: Target) -> bool:
     if a.existing is None or b.existing is None:
         return False
     return (a.existing.st_dev, a.existing.st_ino) == (b.existing.st_dev, b.existing.st_ino)
+
+
+def check_roles(
+    outputs: dict[str, str | os.PathLike[str] | None],
+    inputs: dict[str, str | os.PathLike[str] | None] | None = None,
+) -> None:
+    """V18: no file has two roles in one command: an output is never one of the inputs (by
+    any path, link or hard link) nor another output. Each role is named by what it is
+    ("count file": path); None is a role not given. OutputFileError (one line) otherwise."""
+    given_inputs = {what: p for what, p in (inputs or {}).items() if p is not None}
+    seen: list[tuple[str, str, tuple[object, ...]]] = []
+    for what, path in given_inputs.items():
+        if os.fspath(path) != STDOUT:
+            seen.append((what, os.fspath(path), _identity_of_input(path)))
+    for what, path in outputs.items():
+        if path is None or os.fspath(path) == STDOUT:
+            continue
+        target = resolve(path, what)
+        mine = _identity_of_output(target)
+        for other, other_path, identity in seen:
+            if identity == mine or (len(mine) == 2 and mine == identity[:2]):
+                kind = "an input" if other in given_inputs else "an output"
+                raise OutputFileError(
+                    f"{os.fspath(path)}: the {what} would be written over the {other} "
+                    f"({other_path}, {kind} of this command); give the {what} a path of its own"
+                )
+        seen.append((what, os.fspath(path), mine))
+
+
+def _identity_of_input(path: str | os.PathLike[str]) -> tuple[object, ...]:
+    """(device, inode) of an input that exists (links followed), else its absolute path."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ("path", os.path.realpath(path))
+    return (st.st_dev, st.st_ino)
+
+
+def _identity_of_output(target: Target) -> tuple[object, ...]:
+    if target.existing is not None:
+        return (target.existing.st_dev, target.existing.st_ino)
+    return ("path", str(target.path))
+
+
+class WriterLock:
+    """V18: one writer at a time for an output that a command builds over a while (a
+    cassette: `record -o`). A lock file beside the target (`.<name>.lock`, flock) is held
+    from before the work starts until the file is written; a second writer fails at once, in
+    one line, before it starts anything. A writer that dies releases it (the kernel does)."""
+
+    def __init__(self, path: str | os.PathLike[str], what: str) -> None:
+        import fcntl
+
+        shown = os.fspath(path)
+        target = resolve(path, what)
+        self.path = target.path.parent / f".{target.path.name}.lock"
+        for _ in range(10):  # the lock file may be removed by the writer before us meanwhile
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            except OSError as exc:
+                raise OutputFileError(f"{shown}: cannot lock the {what}: {_reason(exc, shown)}") from exc
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                os.close(fd)
+                by = f" (process {holder})" if holder.isdigit() else ""
+                raise OutputFileError(
+                    f"{shown}: another writer{by} is writing this {what} now; give another path "
+                    "or wait until it ends"
+                ) from None
+            except OSError as exc:
+                os.close(fd)
+                raise OutputFileError(f"{shown}: cannot lock the {what}: {_reason(exc, shown)}") from exc
+            try:
+                same = os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        else:
+            raise OutputFileError(f"{shown}: cannot lock the {what}: its lock file keeps changing")
+        self.fd = fd
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+    def release(self) -> None:
+        """Remove the lock file and let the next writer in."""
+        if self.fd < 0:
+            return
+        with contextlib.suppress(OSError):
+            if os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(self.fd).st_ino:
+                os.unlink(self.path)
+        os.close(self.fd)
+        self.fd = -1
 
 
 # -- whole files ----------------------------------------------------------------------------
@@ -239,7 +337,7 @@ def _replace(dir_fd: int, target: Target, payload: bytes, shown: str, what: str)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                      mode, dir_fd=dir_fd)
     except OSError as exc:
-        raise OutputFileError(f"{shown}: cannot write the {what}: {_reason(exc)}") from exc
+        raise OutputFileError(f"{shown}: cannot write the {what}: {_reason(exc, shown)}") from exc
     try:
         try:
             view = memoryview(payload)
@@ -251,7 +349,7 @@ def _replace(dir_fd: int, target: Target, payload: bytes, shown: str, what: str)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
-        raise OutputFileError(f"{shown}: cannot write the {what}: {_reason(exc)}") from exc
+        raise OutputFileError(f"{shown}: cannot write the {what}: {_reason(exc, shown)}") from exc
     except OutputFileError:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
@@ -304,7 +402,7 @@ def open_append(path: str | os.PathLike[str], what: str = "output file") -> int:
     try:
         fd = os.open(target.path, flags, 0o644)
     except OSError as exc:
-        raise OutputFileError(f"{shown}: cannot open the {what}: {_reason(exc)}") from exc
+        raise OutputFileError(f"{shown}: cannot open the {what}: {_reason(exc, shown)}") from exc
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):  # swapped in after the check
         os.close(fd)

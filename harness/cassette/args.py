@@ -156,7 +156,8 @@ injected and nothing is judged. Details: docs/cassettes.md.
 
 Flags:
   -o, --output CASSETTE
-      The cassette to write (replaced atomically).
+      The cassette to write (replaced atomically). It is locked from the start until it is
+      written: a second recorder into the same file fails at once.
   --max-answer-bytes N
       Largest answer kept (default 1048576); a larger one is written as omitted with its
       size, and replay answers it with an error.
@@ -186,7 +187,8 @@ Flags:
   --count-file PATH
       Write the count (per operation: how often answered, how often with a success, from a
       first recorded answer, from a recorded repeat, unknown; the tool's recorded
-      annotations) as JSON to PATH, replaced atomically after every answer.
+      annotations) as JSON to PATH, replaced atomically after every answer. PATH may not be
+      the cassette.
   --unmatched error|nearest
       A call with no recorded match: `error` (default) answers a tool error naming the
       nearest recorded call; `nearest` answers with the nearest recorded call of the same
@@ -196,5 +198,8 @@ Flags:
   --idempotent-tools G,...
       Tool globs whose repeats are harmless (as the proxy's flag): their repeats beyond the
       recording get the last answer, never an unknown one.
+
+The cassette is validated whole against the JSON-RPC shapes before anything is served; every
+request gets exactly one answer (or one JSON-RPC error), whatever its _meta holds.
 
 Exit codes: 0 served, 1 bad arguments or a cassette that cannot be read (one line)."""

@@ -57,6 +57,10 @@ def replay_main(argv: list[str]) -> int:
         if isinstance(parsed, str):
             print(REPLAY_HELP if parsed == "help" else f"agent-harness {__version__}")
             return 0
+        from harness.base.outfile import check_roles
+
+        # V18: the count file is never the cassette (it would overwrite the recording).
+        check_roles({"count file": parsed.count_file}, {"cassette": parsed.cassette})
         replayer = Replayer(load(parsed.cassette), parsed.cassette, parsed.unmatched,
                             parsed.idempotent_tools)  # fmt: skip
         counter = CountFile(parsed.count_file, replayer)

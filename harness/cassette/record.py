@@ -23,7 +23,15 @@ from harness import __version__
 from harness.base import jsonutil
 from harness.base.redact import TextRedactor
 from harness.cassette.args import RecordConfig
-from harness.cassette.format import MAGIC, MAX_CASSETTE_CHARS, VERSION, Cassette, Exchange
+from harness.cassette.format import (
+    MAGIC,
+    MAX_CASSETTE_CHARS,
+    VERSION,
+    Cassette,
+    Exchange,
+    SchemaError,
+    check_notification,
+)
 from harness.proxy.args import ProxyConfig
 from harness.wire.fdlines import MessageTooLarge, StreamClosed
 from harness.wire.http import headers as http_headers
@@ -70,10 +78,16 @@ class Recorder:
         self.log: Callable[[str], None] = lambda line: None
 
     def _keep(self, exchange: Exchange) -> None:
-        """Write one exchange down, while the cassette stays within what a replay reads."""
+        """Write one exchange down, while the cassette stays within what a replay reads and
+        the exchange fits the cassette schema (V17: replay would refuse the whole file)."""
         if self._size[0] > MAX_CASSETTE_CHARS:
             return
-        self._size[0] += len(jsonutil.dumps(exchange.as_json())) + 1
+        try:
+            exchange.check()
+        except SchemaError as exc:
+            self.log(f"not recorded: {exchange.tool or exchange.method}: {exc}")
+            return
+        self._size[0] += len(jsonutil.dumps(exchange.entry())) + 1
         if self._size[0] > MAX_CASSETTE_CHARS:
             self.header["cut_after"] = len(self.exchanges)
             self.log("the cassette reached 512 MiB: later exchanges are forwarded, not written")
@@ -128,8 +142,13 @@ class Recorder:
                 note = {"method": method}
                 if "params" in message:
                     note["params"] = self._clean(message["params"])
+                try:
+                    check_notification(jsonutil.dumps(note))
+                except SchemaError as exc:
+                    self.log(f"not recorded: a notification {method}: {exc}")
+                    continue
                 if self._open:
-                    next(iter(self._open.values())).notifications.append(note)
+                    next(iter(self._open.values())).add_notification(note)
                 else:
                     self._keep(
                         Exchange("notification", method, note.get("params"), sender="server")
@@ -219,7 +238,25 @@ async def pump(
 
 
 async def record(config: RecordConfig, log: Callable[[str], None]) -> int:
-    """Run one recorded session over stdio; write the cassette at its end."""
+    """Run one recorded session; write the cassette at its end. The cassette is locked for
+    this recorder from before the upstream starts until it is written (V18): a second
+    recorder into the same file fails at once, in one line."""
+    from harness.base.errors import OutputFileError
+    from harness.base.outfile import STDOUT, WriterLock
+
+    try:
+        lock = None if config.output == STDOUT else WriterLock(config.output, "cassette")
+    except OutputFileError as exc:
+        log(f"ERROR: {exc}")
+        return 1
+    try:
+        return await _record(config, log)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+async def _record(config: RecordConfig, log: Callable[[str], None]) -> int:
     from harness.base.errors import OutputFileError, UpstreamError
     from harness.base.outfile import resolve
     from harness.proxy.main import upstream_opener

@@ -22,6 +22,12 @@ arguments of the call as the agent sent it): how often answered, how often with 
 result without isError), how it matched, and the tool's recorded annotations; and (Z6) how
 often from a first recorded answer, from a recorded repeat, and how often the answer was
 unknown. That count is the ground truth of a run against a cassette.
+
+Any line from the agent gets what JSON-RPC 2.0 says, never a traceback (V17): a request (an id
+and a method) exactly one answer, whatever its params and `_meta` hold (`null`, a number, a
+list); a request that is not one (an id without a method, an id that is an object) an Invalid
+Request error; a notification or an answer nothing. Recorded answers are sent from their text
+(the cassette keeps them so, see format.py).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.base import jsonutil
+from harness.base.jsonscan import object_members
+from harness.base.jsonutil import RawJSON
 from harness.cassette.format import Cassette, Exchange
 from harness.operations.classify import (
     IDEMPOTENT_BY_FLAG,
@@ -42,9 +50,13 @@ from harness.operations.effects import effect_of
 from harness.operations.profiles import profile_for
 
 PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INTERNAL_ERROR = -32603
 NEAREST_CHARS = 2000  # how much of two calls' canonical arguments is compared for "nearest"
+# Recorded params or arguments longer than what the replay reads from an agent in one message
+# (DEFAULT_MAX_MESSAGE_BYTES) can never be matched: they are not parsed for a key at all.
+MAX_MATCHED_CHARS = 10 * 1024 * 1024
 
 
 def _key(value: Any) -> str:
@@ -114,11 +126,13 @@ class Replayer:
     def __post_init__(self) -> None:
         self._answered = 0
         for e in self.cassette.exchanges:
+            if e.type == "notification" or len(e.params_text()) > MAX_MATCHED_CHARS:
+                continue
             if e.type == "call":
                 assert e.tool is not None
                 key = (e.tool, _key(e.arguments))
                 self.calls.setdefault(key, _Recorded([])).answers.append(e)
-            elif e.type == "request":
+            else:
                 key = (e.method, _params_key(e.params))
                 self.requests.setdefault(key, _Recorded([])).answers.append(e)
         self.annotations = {
@@ -131,31 +145,50 @@ class Replayer:
     # -- answering ----------------------------------------------------------------------------
 
     def answer_line(self, line: bytes) -> list[bytes]:
-        """The lines to send for one line from the agent (notifications first, then answers)."""
+        """The lines to send for one line from the agent (notifications first, then answers);
+        never raises: what cannot be answered is one JSON-RPC error (V17)."""
         try:
             value = jsonutil.loads(line)
         except (ValueError, jsonutil.TooDeep):
             return [_error_line(None, PARSE_ERROR, "not JSON")]
         if isinstance(value, list):
+            if not value:
+                return [_error_line(None, INVALID_REQUEST, "an empty batch")]
             out: list[bytes] = []
             answers: list[Any] = []
             for item in value:
-                notes, answer = self.answer(item)
-                out += [jsonutil.dumps(n).encode() for n in notes]
+                notes, answer = self._answer_safely(item)
+                out += [_line(n) for n in notes]
                 if answer is not None:
                     answers.append(answer)
-            return out + ([jsonutil.dumps(answers).encode()] if answers else [])
-        notes, answer = self.answer(value)
-        out = [jsonutil.dumps(n).encode() for n in notes]
-        return out + ([jsonutil.dumps(answer).encode()] if answer is not None else [])
+            return out + ([_line(answers)] if answers else [])
+        notes, answer = self._answer_safely(value)
+        return [_line(n) for n in notes] + ([_line(answer)] if answer is not None else [])
 
-    def answer(self, message: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    def _answer_safely(self, message: Any) -> tuple[list[RawJSON], dict[str, Any] | None]:
+        """`answer`, with anything it did not foresee as one JSON-RPC error for that request."""
+        try:
+            return self.answer(message)
+        except Exception as exc:  # V17: one error for this request, the replay goes on
+            rid = message.get("id") if isinstance(message, dict) else None
+            return [], _error(_valid_id(rid), INTERNAL_ERROR,
+                              f"agent-harness replay cannot answer this request ({type(exc).__name__})")  # fmt: skip
+
+    def answer(self, message: Any) -> tuple[list[RawJSON], dict[str, Any] | None]:
         """(server notifications to send first, the answer or None for a notification)."""
-        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-            return [], None  # an answer to a server request (none are sent) or junk
+        if not isinstance(message, dict):
+            return [], _error(None, INVALID_REQUEST, "a request must be a JSON object")
         if "id" not in message:
-            return [], None
-        rid, method, params = message["id"], message["method"], message.get("params")
+            return [], None  # a notification (or junk without an id: nothing to answer)
+        method = message.get("method")
+        if not isinstance(method, str):
+            if "result" in message or "error" in message:
+                return [], None  # an answer to a server request (none are sent)
+            return [], _error(_valid_id(message["id"]), INVALID_REQUEST,
+                              "a request needs its method (a string)")  # fmt: skip
+        rid, params = message["id"], message.get("params")
+        if _valid_id(rid) != rid or rid is None:
+            return [], _error(None, INVALID_REQUEST, "a request id must be a string or a number")
         self.requests_answered[method] = self.requests_answered.get(method, 0) + 1
         if method == "ping":
             return [], {"jsonrpc": "2.0", "id": rid, "result": {}}
@@ -170,9 +203,7 @@ class Replayer:
             return [], _error(rid, METHOD_NOT_FOUND, self._no_request(method, params))
         return self._reply(rid, recorded.next(), params)
 
-    def _call(
-        self, rid: Any, params: dict[str, Any]
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def _call(self, rid: Any, params: dict[str, Any]) -> tuple[list[RawJSON], dict[str, Any]]:
         tool = str(params.get("name"))
         arguments = params.get("arguments")
         arguments = arguments if isinstance(arguments, dict) else {}
@@ -207,8 +238,7 @@ class Replayer:
         else:
             counted.recorded_repeat += 1
         notes, answer = self._reply(rid, exchange, params)
-        result = answer.get("result")
-        if "result" in answer and not (isinstance(result, dict) and result.get("isError")):
+        if exchange.omitted is None and not exchange.answer_is_error():
             counted.succeeded += 1
         return notes, answer
 
@@ -235,16 +265,15 @@ class Replayer:
 
     def _reply(
         self, rid: Any, exchange: Exchange, params: Any
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        notes = [n for n in (_with_token(n, exchange, params) for n in exchange.notifications) if n]
+    ) -> tuple[list[RawJSON], dict[str, Any]]:
+        token = _progress_token(params)
+        notes = [n for n in (_with_token(t, token) for t in exchange.notification_texts()) if n]
         if exchange.omitted is not None:
             return notes, _error(rid, INTERNAL_ERROR, (
                 f"agent-harness replay: the recorded answer ({exchange.omitted} bytes) was "
                 f"larger than --max-answer-bytes and not kept (cassette line {exchange.line})"
             ))  # fmt: skip
-        if exchange.error is not None:
-            return notes, {"jsonrpc": "2.0", "id": rid, "error": exchange.error}
-        return notes, {"jsonrpc": "2.0", "id": rid, "result": exchange.result}
+        return notes, {"jsonrpc": "2.0", "id": rid, exchange.answer_member(): exchange.answer_raw()}
 
     # -- unmatched ----------------------------------------------------------------------------
 
@@ -302,24 +331,50 @@ def _classified(cassette: Cassette, idempotent_tools: tuple[str, ...]) -> Classi
     """The recorded tools as the harness classifies them (Z6): with the recorded server's
     profile (Z7) and the replay's --idempotent-tools."""
     first = next((e for e in cassette.exchanges if e.method == "initialize"), None)
-    result = first.result if first is not None and isinstance(first.result, dict) else {}
+    result = first.result if first is not None else None  # parsed at each access: once
+    result = result if isinstance(result, dict) else {}
     info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else {}
     profile = profile_for(info.get("name"), info.get("version"))
     config = ClassifierConfig(idempotent_globs=idempotent_tools)
     return classify_tools(cassette.tools(), config, profile=profile)
 
 
-def _with_token(note: dict[str, Any], exchange: Exchange, params: Any) -> dict[str, Any] | None:
-    """A recorded notification for this request: its progress token is the request's (a
-    progress notification for a request that asked for none is left out)."""
-    out = {"jsonrpc": "2.0", **note}
-    token = params.get("_meta", {}).get("progressToken") if isinstance(params, dict) else None
-    body = out.get("params")
-    if isinstance(body, dict) and "progressToken" in body:
-        if token is None:
-            return None
-        out["params"] = {**body, "progressToken": token}
-    return out
+def _progress_token(params: Any) -> Any:
+    """The progress token a request asked for, None when it asked for none (`_meta` of any
+    type: only an object can ask)."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("progressToken") if isinstance(meta, dict) else None
+
+
+def _with_token(note: str, token: Any) -> RawJSON | None:
+    """A recorded notification (its JSON text) for this request: its progress token is the
+    request's (a progress notification for a request that asked for none is left out). The
+    text is edited in place, not parsed: its params may be large."""
+    members = object_members(note)
+    span = members.get("params")
+    if span is not None and note.startswith("{", span[0]):
+        inner = object_members(note, span[0], span[1]).get("progressToken")
+        if inner is not None:
+            if token is None:
+                return None
+            note = note[: inner[0]] + jsonutil.dumps(token) + note[inner[1] :]
+    if "jsonrpc" not in members:
+        note = '{"jsonrpc":"2.0",' + note[1:]  # a notification is never empty: it has a method
+    return RawJSON(note)
+
+
+def _valid_id(rid: Any) -> Any:
+    """A JSON-RPC id to answer with: a string or an integer (as the proxy takes them), else
+    null."""
+    if isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool)):
+        return rid
+    return None
+
+
+def _line(value: Any) -> bytes:
+    if isinstance(value, RawJSON):
+        return value.text.encode()
+    return jsonutil.dumps(value).encode()
 
 
 def _shown(text: str, limit: int = 300) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.base.errors import UpstreamError
 from harness.base.outfile import write_file
 from harness.proxy.args import ProxyConfig
 
@@ -75,13 +76,30 @@ async def in_process_proxy(
         async with mcp_streams(to_upstream, from_upstream) as (read, write):
             await upstream(read, write)
 
+    async def run_proxy() -> None:
+        try:
+            await proxy.run()
+        finally:
+            # The proxy's end is its client's end of input, as a proxy process's exit is: a
+            # client waiting for an answer (initialize, when the upstream failed) is not left
+            # waiting until its own time limit.
+            await from_proxy.close()
+
     upstream_task = asyncio.create_task(serve_upstream())
-    proxy_task = asyncio.create_task(proxy.run())
+    proxy_task = asyncio.create_task(run_proxy())
     try:
         async with mcp_streams(from_proxy, to_proxy) as (read, write):
             yield InProcessProxy(read, write, log.events)
         await to_proxy.close()  # the client is gone: the proxy ends the session
         await asyncio.wait_for(proxy_task, END_TIMEOUT_S)
+    except Exception:
+        # The client's failure (the connection closed) had a cause: the upstream's own error
+        # (a full disk under its database, V20) is what the caller is told, in one line.
+        if upstream_task.done() and not upstream_task.cancelled() and upstream_task.exception():
+            failed = upstream_task.exception()
+            said = (str(failed).strip().splitlines() or [type(failed).__name__])[0]
+            raise UpstreamError(f"the upstream failed: {said}") from failed
+        raise
     finally:
         await to_upstream.close()
         for task in (proxy_task, upstream_task):

@@ -1,15 +1,19 @@
-"""Line streams on file descriptors that asyncio's pipe transports refuse: regular files.
+"""Line streams on file descriptors that asyncio's pipe transports refuse: regular files,
+character devices that cannot be polled (`/dev/null`), descriptors that are not open.
 
 `agent-harness proxy < requests.jsonl > answers.jsonl` gives the proxy regular files as stdin
 and stdout; asyncio's `connect_read_pipe`/`connect_write_pipe` take only pipes, sockets and
-character devices. A regular file never blocks for long, so reading it in a worker thread and
-writing it directly is enough.
+character devices, and of those only what epoll accepts: `/dev/null` is a character device
+that epoll refuses (EPERM), so `replay X </dev/null` never saw its end of input (V20). Such a
+descriptor never blocks for long, so reading it in a worker thread and writing it directly is
+enough; a descriptor that is not open is an empty input and a closed output.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import selectors
 import stat
 
 
@@ -24,10 +28,23 @@ class StreamClosed(Exception):
 CHUNK = 64 * 1024
 
 
-def is_regular(fd: int) -> bool:
-    """Whether `fd` is a regular file (or something else asyncio cannot watch)."""
-    mode = os.fstat(fd).st_mode
-    return not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode))
+def watchable(fd: int, event: int = selectors.EVENT_READ) -> bool:
+    """Whether asyncio can watch `fd` for `event`: an open pipe, socket or character device
+    that the event loop's selector accepts (a terminal yes, `/dev/null` no: V20)."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False  # not open: read as an empty input, written as a closed output
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        return False
+    if not stat.S_ISCHR(mode):
+        return True
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, event)
+        except (OSError, ValueError):
+            return False
+    return True
 
 
 class FileLineReader:

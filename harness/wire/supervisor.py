@@ -22,6 +22,8 @@ import signal
 SHELL = "/bin/sh"
 SCRIPT = (
     "read _ignored; "  # EOF: the proxy is gone
+    # The tree's cgroup (V16), where it has one: everything in it, whatever session.
+    'if [ -n "$2" ]; then echo 1 > "$2" 2>/dev/null; fi; '
     'kill -TERM -"$1" 2>/dev/null || exit 0; '
     "i=0; "
     'while [ "$i" -lt 20 ] && kill -0 -"$1" 2>/dev/null; do sleep 0.05; i=$((i + 1)); done; '
@@ -37,14 +39,15 @@ class GroupSupervisor:
         self._pipe = pipe  # write end, close-on-exec: no other process holds it
 
     @classmethod
-    async def start(cls, group: int) -> GroupSupervisor | None:
-        """Watch process group `group`; None where there is no /bin/sh (not POSIX)."""
+    async def start(cls, group: int, cgroup_kill: str | None = None) -> GroupSupervisor | None:
+        """Watch process group `group` (and the cgroup whose `cgroup.kill` file is
+        `cgroup_kill`); None where there is no /bin/sh (not POSIX)."""
         if not os.path.exists(SHELL):
             return None
         read_end, write_end = os.pipe()  # both close-on-exec (PEP 446)
         try:
             proc = await asyncio.create_subprocess_exec(
-                SHELL, "-c", SCRIPT, "agent-harness-supervisor", str(group),
+                SHELL, "-c", SCRIPT, "agent-harness-supervisor", str(group), cgroup_kill or "",
                 stdin=read_end, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,
                 # Its own session: a Ctrl-C meant for the proxy's terminal does not reach it.

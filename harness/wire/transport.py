@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import selectors
 import signal
 import sys
 from collections import deque
@@ -19,13 +20,14 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from harness.base.errors import UpstreamError
+from harness.base.reaper import ProcessTree, exited
 from harness.base.textsafe import terminal
 from harness.wire.fdlines import (
     FileLineReader,
     FileLineWriter,
     MessageTooLarge,
     StreamClosed,
-    is_regular,
+    watchable,
 )
 from harness.wire.supervisor import GroupSupervisor
 
@@ -117,12 +119,14 @@ class MemoryPipe:
 
 
 async def stdio_lines(max_bytes: int) -> tuple[LineReader, LineWriter]:
-    """The process's own stdin and stdout as line streams (pipes, sockets, terminals or
-    regular files: `proxy < in.jsonl > out.jsonl` works too)."""
+    """The process's own stdin and stdout as line streams: pipes, sockets and terminals
+    through the event loop; regular files, `/dev/null` and descriptors that are not open
+    directly (`proxy < in.jsonl > out.jsonl` and `replay X </dev/null` end at end of input,
+    V20)."""
     loop = asyncio.get_running_loop()
     reader: LineReader
     writer: LineWriter
-    if is_regular(0):
+    if not watchable(0):
         reader = FileLineReader(0, max_bytes)
     else:
         stream = asyncio.StreamReader(limit=max_bytes + 1, loop=loop)
@@ -131,7 +135,7 @@ async def stdio_lines(max_bytes: int) -> tuple[LineReader, LineWriter]:
             os.fdopen(0, "rb", buffering=0),
         )
         reader = StreamLineReader(stream, max_bytes)
-    if is_regular(1):
+    if not watchable(1, selectors.EVENT_WRITE):
         writer = FileLineWriter(1)
     else:
         transport, protocol = await loop.connect_write_pipe(
@@ -271,9 +275,11 @@ class UpstreamProcess:
         proc: asyncio.subprocess.Process,
         max_bytes: int,
         supervisor: GroupSupervisor | None = None,
+        tree: ProcessTree | None = None,
     ) -> None:
         self.proc = proc
         self.supervisor = supervisor
+        self.tree = tree
         assert proc.stdout is not None and proc.stdin is not None
         self.reader: LineReader = _UntilExit(StreamLineReader(proc.stdout, max_bytes), self)
         self.writer: LineWriter = StreamLineWriter(proc.stdin)
@@ -294,33 +300,33 @@ class UpstreamProcess:
         if cwd is not None and not os.path.isdir(cwd):
             what = "does not exist" if not os.path.exists(cwd) else "is not a folder"
             raise UpstreamError(f"--upstream-cwd {cwd} {what}")
+        # V16: the upstream and everything it starts, `setsid` children too, end with it.
+        tree = ProcessTree()
         try:
-            proc = await asyncio.create_subprocess_exec(
-                command,
-                *args,
+            proc = await tree.start(
+                [command, *args],
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=cwd,
                 env={**os.environ, **env},
-                start_new_session=True,  # its own process group: wrappers' children die with it
                 limit=max_bytes + 1,
             )
         except OSError as exc:
+            await tree.aend()
             raise UpstreamError(
                 f"cannot start upstream {command!r}: {exc.strerror or exc}"
             ) from exc
-        # V7: its group dies with us, even if we are SIGKILLed.
+        # V7: its group (and its cgroup) dies with us, even if we are SIGKILLed.
         try:
-            supervisor = await GroupSupervisor.start(proc.pid)
+            supervisor = await GroupSupervisor.start(proc.pid, tree.kill_file())
         except OSError as exc:  # e.g. out of file descriptors (V10): no unwatched upstream
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            await tree.aend()
             await proc.wait()
             raise UpstreamError(
                 f"cannot start upstream {command!r}: {exc.strerror or exc}"
             ) from exc
-        return cls(proc, max_bytes, supervisor)
+        return cls(proc, max_bytes, supervisor, tree)
 
     async def _pump_stderr(self) -> None:
         stream = self.proc.stderr
@@ -343,9 +349,10 @@ class UpstreamProcess:
         return self.proc.returncode
 
     async def wait_exit(self, timeout: float) -> bool:
-        """True when the process has exited within `timeout` seconds."""
+        """True when the process has exited within `timeout` seconds (its own exit: a
+        process it left may hold its pipes, V16)."""
         try:
-            await asyncio.wait_for(self.proc.wait(), timeout)
+            await asyncio.wait_for(exited(self.proc), timeout)
         except TimeoutError:
             return False
         return True
@@ -387,12 +394,11 @@ class UpstreamProcess:
             if not await self.wait_exit(grace):
                 self._signal_group(signal.SIGKILL)
                 await self.wait_exit(grace)
-        # The leader may be gone while children of a wrapper (sh -c, npx) still hold the group.
-        if self._group_alive():
-            self._signal_group(signal.SIGTERM)
-            deadline = asyncio.get_running_loop().time() + grace
-            while self._group_alive() and asyncio.get_running_loop().time() < deadline:
-                await asyncio.sleep(0.02)  # polling processes that are not our children
+        # The leader may be gone while what it started (children of a wrapper such as sh -c
+        # or npx, a daemon in a session of its own) still runs: the tree ends all of it (V16).
+        if self.tree is not None:
+            await self.tree.aend()
+        elif self._group_alive():
             self._signal_group(signal.SIGKILL)
         if self.supervisor is not None:
             await self.supervisor.stop()

@@ -7,6 +7,9 @@ when the command runs, so `agent-harness proxy` starts without the runner's depe
 
 from __future__ import annotations
 
+import sys
+
+from harness.base.errors import no_space
 from runner.cli import (
     benchmark,
     cassette,
@@ -21,6 +24,7 @@ from runner.cli import (
     wrap,
 )
 from runner.cli.app import make_app
+from runner.exits import print_error
 
 app = make_app(
     help=(
@@ -49,5 +53,12 @@ app.command("wrap")(wrap.wrap_command)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. A full disk met where no command expected one (a library
+    deep down, a run's folder) is still one line, never a chained traceback (V20)."""
+    try:
+        app()
+    except Exception as exc:
+        full = no_space(exc)
+        if full is None:
+            raise
+        sys.exit(print_error(sys.argv[1] if len(sys.argv) > 1 else "", full))

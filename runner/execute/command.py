@@ -2,8 +2,9 @@
 
 The runner puts the proxy in front of the cell's upstream, hands the command its MCP endpoint
 as a generated MCP client configuration (the common `mcpServers` shape) and as environment
-variables, starts it in a process group of its own, bounds its time (the whole group is killed
-at the limit), keeps its standard output and error (bounded) as the transcript's last entries,
+variables, starts it as a process tree (V16: when it ends, or at its time limit, everything it
+started ends with it, `setsid` children too), keeps its standard output and error (bounded,
+redacted before they are cut: V15) as the transcript's last entries,
 and judges the run like any other: the proxy's report, the upstream's real rows or truth probe,
 agreement (R10). With `model:` the runner also serves the agent's model at an OpenAI-compatible
 endpoint (runner.models.endpoint); then it knows every tool call the model asked for, and an
@@ -29,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.base.reaper import ProcessTree, exited
+from harness.base.redact import REDACT_MARGIN, TextRedactor, argv_secrets
 from harness.proxy import CallReceived, ToolsListed, value_key
 from runner.execute.connect import (
     EVENT_LOG_FILE,
@@ -351,10 +354,15 @@ async def run_agent(
     """Run the command in a process group of its own; (exit code, timed out, its output).
     After it ended by itself, `settle` waits for what it started to finish (the proxy's final
     report) before whatever is left of its process group is killed."""
-    proc = await asyncio.create_subprocess_exec(
-        *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
-    )  # fmt: skip
+    tree = ProcessTree()  # V16: the agent and everything it starts, setsid children too
+    try:
+        proc = await tree.start(
+            argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+    except BaseException:
+        await tree.aend()
+        raise
     assert proc.stdout is not None and proc.stderr is not None
     kept = [_Kept(agent.max_output_bytes), _Kept(agent.max_output_bytes)]
     readers = [
@@ -363,20 +371,22 @@ async def run_agent(
     ]
     timed_out = False
     try:
-        await asyncio.wait_for(_exited(proc), agent.timeout_s)
+        await asyncio.wait_for(exited(proc), agent.timeout_s)
         if settle is not None:
             await settle()
     except TimeoutError:
         timed_out = True
     finally:
-        _kill_group(proc.pid)  # what the agent left running (or all of it, at the limit)
+        await tree.aend()  # what the agent left running (or all of it, at the limit)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(_exited(proc), PIPE_WAIT_S)
+            await asyncio.wait_for(exited(proc), PIPE_WAIT_S)
     for task in readers:
-        # a child in another process group may keep the pipe open: what came so far is kept
+        # a process that left the tree may keep the pipe open: what came so far is kept
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(task, PIPE_WAIT_S)
-    texts = [k.text() for k in kept]
+    # V15: redacted before it is cut, with what the agent was given as secrets.
+    redactor = TextRedactor([*(env[k] for k in agent.env if k in env), *argv_secrets(argv)])
+    texts = [k.text(redactor) for k in kept]
     # The pipes a left-over child holds are closed on our side (the process has exited).
     transport = getattr(proc, "_transport", None)
     if transport is not None:
@@ -389,21 +399,9 @@ async def run_agent(
     return proc.returncode, timed_out, entries
 
 
-async def _exited(proc: asyncio.subprocess.Process) -> None:
-    """Until the process itself has exited. Not `proc.wait()`: that also waits until its
-    pipes close, which a child it left running (in another process group, such as the proxy a
-    stdio MCP client started) may hold open after the agent ended."""
-    while proc.returncode is None:
-        await asyncio.sleep(0.05)
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
 class _Kept:
-    """A stream's first `limit` bytes (the rest read and counted, never kept)."""
+    """A stream's first `limit` bytes, and `REDACT_MARGIN` more so that a secret the cut would
+    split is still whole when the text is redacted (the rest read and counted, never kept)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -412,13 +410,13 @@ class _Kept:
 
     async def read(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(65536):
-            room = max(0, self.limit - len(self.kept))
+            room = max(0, self.limit + REDACT_MARGIN - len(self.kept))
             self.kept += chunk[:room]
             self.dropped += len(chunk) - min(room, len(chunk))
 
-    def text(self) -> str:
-        text = self.kept.decode("utf-8", "replace")
-        return text + (f"\n[... {self.dropped:,} more bytes not kept]" if self.dropped else "")
+    def text(self, redactor: TextRedactor) -> str:
+        """What was kept, redacted, then cut to `limit` bytes (V15)."""
+        return redactor.cut(self.kept.decode("utf-8", "replace"), self.limit, self.dropped)
 
 
 async def _report_finished(path: Path, limit_s: float) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.base.reaper import ProcessTree, exited
 from harness.proxy import (
     ClassifierConfig,
     HeaderSpec,
@@ -149,8 +150,14 @@ async def subprocess_connection(target: ProxyTarget, workdir: Path) -> AsyncIter
             )
         else:
             argv = await proxy_argv(stack, target, config)
+            # V16: the proxy and all it starts end with the connection (the SDK ends the
+            # proxy; the tree's end takes what it left, run after the client has closed).
+            tree = ProcessTree()
+            stack.push_async_callback(tree.aend)
+            cwd = str(workdir)
+            wrapped = tree.command(argv, cwd, env)
             params = StdioServerParameters(
-                command=argv[0], args=argv[1:], env=env, cwd=str(workdir)
+                command=wrapped[0], args=wrapped[1:], env=tree.environment(env), cwd=cwd
             )
             errlog = stack.enter_context(stderr_path.open("w"))
             read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
@@ -270,12 +277,14 @@ async def served_over_http(
 
     At the end it gets `sig` (SIGTERM by default) and a few seconds to finish.
     """
-    proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True, env=env, cwd=cwd,
+    tree = ProcessTree()  # V16: the served process and all it starts end with the block
+    proc = await tree.start(
+        argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE, env=env, cwd=cwd,
     )  # fmt: skip
     assert proc.stderr is not None
     lines: list[bytes] = []
+    drain: asyncio.Task[None] | None = None
     try:
         async with asyncio.timeout(SERVE_TIMEOUT_S):
             while line := await proc.stderr.readline():
@@ -290,13 +299,13 @@ async def served_over_http(
     finally:
         if proc.returncode is None:
             proc.send_signal(sig) if sig is not None else proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), SERVE_TIMEOUT_S / 4)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-        if "drain" in locals():
-            await drain
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(exited(proc), SERVE_TIMEOUT_S / 4)
+        await tree.aend()  # what is left (all of it, past the wait): its pipes close
+        await exited(proc)
+        if drain is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(drain, SERVE_TIMEOUT_S / 4)
 
 
 async def _keep(stream: asyncio.StreamReader, path: Path, lines: list[bytes]) -> None:

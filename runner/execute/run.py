@@ -28,7 +28,7 @@ from typing import Any
 
 from harness import __version__
 from harness.base import jsonutil
-from harness.base.errors import HarnessError
+from harness.base.errors import HarnessError, low_space, no_space
 from harness.base.infile import read_text
 from harness.proxy import DEFAULT_KEY_FIELDS, ClassifierConfig, HeaderSpec
 from harness.report import MAX_REPORT_BYTES, ReportModel, read_report
@@ -351,13 +351,20 @@ def _describe(exc: BaseException, connection: Connection | None, workdir: Path) 
     # Raised inside the MCP session, it arrives wrapped in the session's task group.
     if isinstance(exc, ModelCallFailed):  # Q2: its kind, when the setup is the cause
         return f"model call failed{f' ({exc.kind})' if exc.kind else ''}: {exc}"
+    stderr = workdir / "proxy.stderr"
+    said = stderr.read_text(errors="replace") if stderr.exists() else ""
+    # V20: a full disk under the run (its folder, the upstream's database) is said as such,
+    # whoever met it (this process, the proxy, the upstream), in one line.
+    full = no_space(exc, workdir) or no_space(said, workdir)
+    if full is not None:
+        return full
     text = (str(exc).strip().splitlines() or [""])[0][:300]
     message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    stderr = workdir / "proxy.stderr"
-    if stderr.exists():
-        tail = [line for line in stderr.read_text(errors="replace").splitlines() if "ERROR" in line]
-        if tail:
-            message += f" (proxy: {tail[-1][:300]})"
+    tail = [line for line in said.splitlines() if "ERROR" in line]
+    if tail:
+        message += f" (proxy: {tail[-1][:300]})"
+    elif (low := low_space(workdir)) is not None:
+        message += f" ({low})"  # the proxy could not even say why: its stderr is on that disk
     return message
 
 

@@ -9,7 +9,9 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from harness.base.redact import secret_arguments
 from runner.experiment._base import Frozen, FrozenDict, SafeName, Text, list_field, thaw
+from runner.experiment._contents import command_files
 from runner.experiment._environment import EnvMap
 from runner.experiment._models import ModelParams, ModelSpec
 
@@ -78,12 +80,20 @@ class AgentSpec(Frozen):
         return self.model.params if self.model is not None else ModelParams()
 
     def identity(self) -> Any:
-        """The configuration without the name (defaults left out, so new fields keep ids)."""
-        return {"agent": thaw(self.model_dump(exclude={"name"}, exclude_defaults=True))}
+        """The configuration without the name (defaults left out, so new fields keep ids), and
+        what its program and scripts hold (V18)."""
+        data = thaw(self.model_dump(exclude={"name"}, exclude_defaults=True))
+        if contents := command_files(self.command, self.cwd):
+            data["contents"] = contents
+        return {"agent": data}
 
     def stored_config(self) -> dict[str, Any]:
-        """What the store keeps of the agent: env values stay out unless they are references (V3)."""
+        """What the store keeps of the agent: env values stay out unless they are references
+        (V3), and so do the secrets its argv holds by place (`--api-key VALUE`, V15; the
+        store's redactor takes the rest, such as credential shapes, out of every string)."""
         data = thaw(self.model_dump(exclude={"name"}, exclude_defaults=True))
+        found = secret_arguments(data["command"])
+        data["command"] = [found.get(i, arg) for i, arg in enumerate(data["command"])]
         if "env" in data:
             data["env"] = {
                 k: v if v.startswith("os.environ/") else "[REDACTED]"

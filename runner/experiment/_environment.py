@@ -20,6 +20,7 @@ from runner.experiment._base import (
     num,
     thaw,
 )
+from runner.experiment._contents import command_files, digest
 
 
 def _no_commas(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
@@ -194,8 +195,19 @@ class Upstream(Frozen):
         return self
 
     def identity(self) -> Any:
-        """The configuration without the name (defaults left out, so new fields keep ids)."""
-        return thaw(self.model_dump(exclude={"name"}, exclude_defaults=True))
+        """The configuration without the name (defaults left out, so new fields keep ids),
+        and what the files it reads hold (V18: a re-recorded cassette is a new condition)."""
+        data = thaw(self.model_dump(exclude={"name"}, exclude_defaults=True))
+        contents: dict[str, str] = {}
+        if self.cassette is not None and (sha := digest(self.cassette)) is not None:
+            contents[self.cassette] = sha
+        if self.command is not None:
+            contents |= command_files([self.command, *self.args], self.cwd)
+        if self.truth_probe is not None and self.truth_probe.command is not None:
+            contents |= command_files(self.truth_probe.command, self.truth_probe.cwd)
+        if contents:
+            data["contents"] = contents
+        return data
 
 
 def _asks_the_registry(param: Param) -> AfterValidator:

@@ -12,6 +12,7 @@ experiment against it (`make run-local`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.errors import HarnessError
+from harness.base.reaper import ProcessTree
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL_VENV = REPO / ".venv-local"
@@ -100,20 +102,16 @@ def _pump(process: subprocess.Popen[str], output: deque[str], ready: threading.E
     ready.set()  # the server ended: whoever waits must look at why
 
 
-def _stop(process: subprocess.Popen[str]) -> None:
-    if process.poll() is not None:
-        return
-    # The server runs in its own session: signal its whole process group.
-    for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, STOP_TIMEOUT_S)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+def _stop(process: subprocess.Popen[str], tree: ProcessTree) -> None:
+    """SIGTERM to the server's group, time to go, then its whole tree ends (V16)."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=STOP_TIMEOUT_S)
+    tree.end()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=STOP_TIMEOUT_S)
 
 
 @contextmanager
@@ -135,15 +133,18 @@ def serve(
         "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", str(context), "--n_threads", str(threads), "--verbose", "False",
     ]  # fmt: skip
+    tree = ProcessTree()  # V16: the server and all it starts end with the block
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
     process = subprocess.Popen(
-        argv,
+        tree.command(argv, None, env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
-        env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},
+        env=tree.environment(env),
     )
+    tree.started(process.pid)
     output: deque[str] = deque(maxlen=40)
     ready = threading.Event()
     threading.Thread(target=_pump, args=(process, output, ready), daemon=True).start()
@@ -156,7 +157,7 @@ def serve(
         _check_serves(server.api_base)
         yield server
     finally:
-        _stop(process)
+        _stop(process, tree)
 
 
 def ended(server: RunningServer) -> str:

@@ -37,6 +37,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.base.reaper import follow_cgroup
+
 READY = b"fork server ready\n"
 START_TIMEOUT_S = 120.0
 CLIENT = Path(__file__).with_name("forkclient.py")
@@ -130,6 +132,10 @@ def serve(
     def _fork(request: dict, fds: list[int], conn: socket.socket, libc: Any) -> tuple[int, int]:
         """Fork the requested process; its (pid, pidfd) once it has set itself up."""
         open_fds = [*own_fds, *children, *(c.fileno() for _, c in children.values())]
+        # V16: the child joins its client's process tree (its cgroup), as a fresh process
+        # started by the client would be in it.
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        request["client_pid"] = struct.unpack("3i", creds)[0]
         set_up, set_up_w = os.pipe()
         try:
             pid = os.fork()
@@ -263,6 +269,7 @@ def _child(
     try:
         take_stdio(fds, server_fds)
         os.setsid()
+        follow_cgroup(request["client_pid"])
         server = os.getppid()
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the server's death is this one's
         if os.getppid() != server:

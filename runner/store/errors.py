@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.base.errors import HarnessError
+from harness.base.errors import HarnessError, no_space
 
 
 class StoreError(HarnessError):
@@ -18,6 +18,10 @@ class SchemaVersionError(StoreError):
 
 
 def first_line(err: BaseException) -> str:
-    """The first line of an error's message (DuckDB's run to several), or its type's name."""
+    """The first line of an error's message (DuckDB's run to several), or its type's name; a
+    full disk is said as such, with the disk and the file (V20)."""
+    full = no_space(err)
+    if full is not None:
+        return full
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__

@@ -1,4 +1,4 @@
-"""One redaction step before anything is stored (SPEC V3).
+"""One redaction step before anything is stored (SPEC V3, V15).
 
 The text rules (names that say secret, known values, credential patterns) live in
 harness/base/redact.py, which the cassette recorder (U2) shares; this module adds what only the
@@ -9,15 +9,17 @@ and pull-request comments, so secrets are taken out on the way in, in `Store`, o
 
 - by place: model parameters whose name says secret (`api_key`, `extra_headers.Authorization`,
   `aws_secret_access_key`, ...), every value of an upstream's `env` and of its truth probe's
-  `env` (T1), the value of an upstream argument after a flag such as `--token`, and the user and password of every URL
-  (`https://user:pass@host`); in the spec text, the YAML source of such a value is replaced.
+  `env` (T1), in an argv (an upstream's args, a command agent's or a truth probe's command)
+  the value after a flag such as `--token` and of `--password=...` or `API_TOKEN=...`, and the
+  user and password of every URL (`https://user:pass@host`); in the spec text, the YAML source
+  of such a value is replaced.
   A litellm reference `os.environ/NAME` is no secret and is kept as it is;
 - by value: every secret found so, every value of an environment variable that such a
   reference names, and every value of this process's environment variables whose name says
   secret (at least 8 characters each), wherever it appears in any stored text: transcripts,
   error messages, reports;
-- by pattern: `Authorization: ...` and `Bearer ...` credentials and URL user info in any
-  stored text.
+- by pattern: `Authorization: ...` and `Bearer ...` credentials, URL user info and the
+  shapes of well-known credentials (`sk-...`, `ghp_...`, `AKIA...`) in any stored text.
 
 Shorter values (an env value "1") are redacted where they stand, not searched for elsewhere.
 
@@ -42,7 +44,13 @@ import yaml
 from pydantic import BaseModel
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from harness.base.redact import REDACTED, TextRedactor, secret_name
+from harness.base.redact import (
+    REDACTED,
+    TextRedactor,
+    has_shape_hint,
+    secret_arguments,
+    secret_name,
+)
 from harness.base.redact import URL_USERINFO as _URL_USERINFO
 from harness.base.redact import url_secrets as _url_secrets
 from runner.experiment.records import RunRecord
@@ -145,7 +153,7 @@ class Redactor(TextRedactor):
         if "://" in value or not value.isascii():
             return True
         lower = value.lower()
-        if "bearer" in lower or "authorization" in lower:
+        if "bearer" in lower or "authorization" in lower or has_shape_hint(value):
             return True
         return any(secret in value for secret in self.secrets)
 
@@ -202,20 +210,21 @@ class _SpecWalk:
                 hides = secret or _secret_place(inner)
                 self._walk(value, inner, hides, seen)
         elif isinstance(node, SequenceNode):
-            after_flag = False
+            # An argv (an upstream's args, a command agent's or a truth probe's command): the
+            # arguments that hold a secret by place (V15: `--api-key VALUE`, `--password=...`).
+            found: dict[int, str] = {}
+            if _is_argv(path):
+                words = [i.value if isinstance(i, ScalarNode) else "" for i in node.value]
+                found = secret_arguments(words)
             for i, item in enumerate(node.value):
-                inner = (*path, i)
-                hides = secret or (_is_args(path) and after_flag)
-                after_flag = False
-                if _is_args(path) and isinstance(item, ScalarNode):
-                    flag, eq, value = item.value.partition("=")
-                    if flag.startswith("-") and secret_name(flag):
-                        if eq:
-                            self.secrets.add(value)
-                            self._replace(item, f"{flag}={REDACTED}")
-                            continue
-                        after_flag = True
-                self._walk(item, inner, hides, seen)
+                if i in found and isinstance(item, ScalarNode):
+                    if found[i] == REDACTED:  # the value after a flag
+                        self._redact(item)
+                    else:  # NAME=VALUE
+                        self.secrets.add(item.value.partition("=")[2])
+                        self._replace(item, found[i])
+                    continue
+                self._walk(item, (*path, i), secret, seen)
 
     def _redact(self, node: ScalarNode) -> None:
         if node.tag == "tag:yaml.org,2002:null" or ENV_REFERENCE.fullmatch(node.value):
@@ -242,8 +251,13 @@ class _SpecWalk:
 _PROPERTIES = re.compile(r"(?:[&!]\S*\s+)*")
 
 
-def _is_args(path: tuple[str | int, ...]) -> bool:
-    return len(path) == 3 and path[0] == "upstreams" and path[2] == "args"
+def _is_argv(path: tuple[str | int, ...]) -> bool:
+    """upstreams[i].args, upstreams[i].truth_probe.command, agents[i].command."""
+    if len(path) == 3 and path[0] == "upstreams" and path[2] == "args":
+        return True
+    if len(path) == 4 and path[0] == "upstreams" and path[2:] == ("truth_probe", "command"):
+        return True
+    return len(path) == 3 and path[0] == "agents" and path[2] == "command"
 
 
 def _secret_place(path: tuple[str | int, ...]) -> bool:

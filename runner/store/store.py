@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -232,8 +233,10 @@ class Store:
             con.commit()
         except BaseException as err:
             # BaseException on purpose: after a KeyboardInterrupt mid-batch no open transaction
-            # may remain for a later commit to half-apply.
-            con.rollback()
+            # may remain for a later commit to half-apply. A commit that failed (a full disk,
+            # V20) has ended the transaction already: its rollback must not hide why.
+            with contextlib.suppress(duckdb.Error):
+                con.rollback()
             feed.close()
             failed = feed.error  # a value Arrow cannot hold, met on the converting thread
             if isinstance(failed, (pa.ArrowException, OverflowError)):
@@ -243,7 +246,10 @@ class Store:
             if failed is not None:
                 raise failed from err
             if isinstance(err, duckdb.Error):
-                raise StoreError(f"cannot save runs to {self.path}: {first_line(err)}") from err
+                raise StoreError(
+                    f"cannot save runs to {self.path}: {first_line(err)}; these {len(batch)} "
+                    "runs are not stored, every run stored before is kept"
+                ) from err
             raise
         finally:
             feed.close()

@@ -49,7 +49,8 @@ PUBLIC = {
     "harness.cassette",  # `agent-harness record` / `replay`, a cassette's count (U2)
     "harness.clients",  # `agent-harness wrap` (issue 38)
     "harness.otel",  # I3: the runner's spans of a run
-    "harness.base.redact",  # V3: the text redaction the store and the cassettes share
+    "harness.base.redact",  # V3, V15: the text redaction the store and the cassettes share
+    "harness.base.reaper",  # V16: every process a run starts ends with all it started
     "harness.base",  # files and text (below)
     "harness.base.errors",  # the one exception tree
     "harness.base.jsonutil",  # exact JSON (big integers, decimals), shared by report and store

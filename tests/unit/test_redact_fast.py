@@ -15,6 +15,7 @@ import runner.store.redact as redact
 from harness.base.redact import AUTH_HEADER as _AUTH_HEADER
 from harness.base.redact import BEARER as _BEARER
 from harness.base.redact import URL_USERINFO as _URL_USERINFO
+from harness.base.redact import VALUE_SHAPES as _VALUE_SHAPES
 from runner.experiment.records import FindingRow, RunRecord, TranscriptEntry
 from runner.store.redact import REDACTED, Redactor
 
@@ -28,7 +29,8 @@ def plain_text(redactor: Redactor, value: str) -> str:
             value = value.replace(secret, REDACTED)
     value = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", value)
     value = _BEARER.sub(lambda m: f"{m.group(1)}{REDACTED}", value)
-    return _AUTH_HEADER.sub(lambda m: f"{m.group(1)}{REDACTED}", value)
+    value = _AUTH_HEADER.sub(lambda m: f"{m.group(1)}{REDACTED}", value)
+    return _VALUE_SHAPES.sub(REDACTED, value)
 
 
 def plain_scrubbed(model: BaseModel, redactor: Redactor) -> BaseModel:
@@ -57,7 +59,8 @@ PIECES = st.sampled_from([
     "AUTHORIZATION:", "Proxy-Authorization: Basic ", '"authorization": "', "authorızation: ",
     "authorİzation=", "Authorization", "https://", "://", "pg://u:pw@", "http://alice@",
     "abcdefghijklmnopqrstuvwxyz0123", "dXNlcjpwYXNz", "@", ":", " ", "\n", "'", '"',
-    "\u212aey", "ı", "İ", "ſ", *SECRETS, REDACTED,
+    "\u212aey", "ı", "İ", "ſ", *SECRETS, REDACTED, "sk-", "ghp_", "AKIA", "0123456789ABCDEF",
+    "sk-proj-", "xoxb-", "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----",
 ])
 TEXT = st.lists(st.one_of(PIECES, st.text(max_size=12)), max_size=12).map("".join)
 

@@ -88,7 +88,7 @@ def test_t1_an_sql_probe_reads_a_sqlite_file_read_only_one_record_per_row(tmp_pa
                          [("ACME", 129), ("ACME", 129), ("Bob", 5.5)])  # fmt: skip
     state = read(sql_probe(db, "SELECT customer, amount FROM orders"))
     assert state == Counter({'["ACME",129.0]': 2, '["Bob",5.5]': 1})
-    with pytest.raises(ProbeFailed, match="the query failed: attempt to write a readonly"):
+    with pytest.raises(ProbeFailed, match="the query failed: not authorized"):  # V19
         read(sql_probe(db, "DELETE FROM orders"))
     with sqlite3.connect(db) as conn:  # ground truth: the probe changed nothing
         assert conn.execute("SELECT count(*) FROM orders").fetchone() == (3,)
