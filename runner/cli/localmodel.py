@@ -23,7 +23,7 @@ def _terminate_as_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # the with-blocks stop the server on the way out
 
 
-def run(spec: Path, db: Path, html: Path, experiment: str | None) -> int:
+def run(spec: Path, db: Path, html: Path, experiment: str | None, context: int = 4096) -> int:
     """Serve the local model, run the experiment against it, write the HTML report."""
     from runner.analysis.details import DEFAULT_MAX_DETAIL_RUNS
     from runner.cli.report import report
@@ -31,7 +31,7 @@ def run(spec: Path, db: Path, html: Path, experiment: str | None) -> int:
 
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     started = time.monotonic()
-    with serve() as server:
+    with serve(context=context) as server:
         os.environ[API_BASE_VAR] = server.api_base
         print(
             f"local model {MODEL_ALIAS} serving at {server.api_base} "
@@ -63,9 +63,16 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("--db", type=Path, default=Path("reports/local.duckdb"))
     run_p.add_argument("-o", "--output", type=Path, default=Path("reports/local.html"))
     run_p.add_argument("--experiment", default=None, help="report only this experiment")
+    run_p.add_argument(
+        "--context", type=int, default=4096, metavar="TOKENS",
+        help="the model's context window (default 4096; SmolLM2 was trained to 8192): a CLI "
+        "agent's system prompt and tools alone pass 4096",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.context < 512:
+        parser.error(f"--context must be at least 512 tokens, not {args.context}")
     try:
-        return run(args.spec, args.db, args.output, args.experiment)
+        return run(args.spec, args.db, args.output, args.experiment, args.context)
     except LocalModelError as exc:
         print(f"run-local: error: {exc}", file=sys.stderr)
         return 1

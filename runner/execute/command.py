@@ -66,18 +66,65 @@ def _substitute(text: str, values: dict[str, str]) -> str:
     return text
 
 
+# U3: what of the runner's environment an agent gets besides its spec entry's `env` and the
+# AGENT_HARNESS_* variables (HOME and TMPDIR are the run's own, fresh).
+PASSED_ENV = ("PATH", "LANG")
+
+
 def agent_environment(
-    agent: AgentSpec, values: dict[str, str], given: dict[str, str]
+    agent: AgentSpec, values: dict[str, str], given: dict[str, str], home: Path, tmp: Path
 ) -> dict[str, str]:
-    """The agent's environment: the runner's, the spec's `env` (os.environ/NAME read now,
-    placeholders filled in), then the AGENT_HARNESS_* variables."""
-    env = dict(os.environ)
+    """The agent's environment (U3): PATH and LANG of the runner's, a fresh HOME and TMPDIR,
+    the spec's `env` (os.environ/NAME read now, placeholders filled in), then the
+    AGENT_HARNESS_* variables; never the runner's other variables (its provider keys)."""
+    env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
+    env.setdefault("LANG", "C.UTF-8")
+    env.update({"HOME": str(home), "TMPDIR": str(tmp)})
     for key, value in agent.env.items():
         if value.startswith("os.environ/"):
             value = os.environ.get(value.removeprefix("os.environ/"), "")
         env[key] = _substitute(value, values)
     env.update(given)
     return env
+
+
+def agent_argv(agent: AgentSpec, spec: ExperimentSpec, values: dict[str, str]) -> list[str]:
+    """The command with its placeholders filled in: the files it names beside the spec made
+    absolute (Q1); another relative program path (one with a `/`) is taken from the runner's
+    folder, as `cwd` is, since the agent starts in its own (U3)."""
+    cwd = Path(agent.cwd).absolute() if agent.cwd is not None else None
+    argv = [_substitute(part, values) for part in resolved_command(agent.command, spec.folder, cwd)]
+    if "/" in argv[0] and not os.path.isabs(argv[0]):
+        argv[0] = str(Path(argv[0]).absolute())
+    return argv
+
+
+def run_folders(root: Path) -> tuple[Path, Path, Path, Path]:
+    """U3: a run's folders, siblings under its temporary folder: the harness's files (event
+    log, report, locks, the upstream's ledger), the agent's empty working folder, its fresh
+    HOME (where its generated MCP configuration lies) and its TMPDIR."""
+    folders = tuple(root / name for name in ("harness", "agent", "home", "tmp"))
+    for folder in folders:
+        folder.mkdir(mode=0o700)
+    return folders  # type: ignore[return-value]
+
+
+def listed_tools(event_log: Path) -> Callable[[], Awaitable[list[str] | None]]:
+    """The upstream's tool names from the proxy's event log: its last `tools_listed` event
+    (None before the proxy has listed them)."""
+
+    async def read() -> list[str] | None:
+        try:
+            text = await asyncio.to_thread(event_log.read_text, "utf-8", "replace")
+        except OSError:
+            return None
+        for line in reversed(text.splitlines()):
+            if '"tools_listed"' in line:
+                with contextlib.suppress(ValueError, TypeError, KeyError):
+                    return [str(t["name"]) for t in json.loads(line)["tools"]]
+        return None
+
+    return read
 
 
 async def execute_command_run(
@@ -95,7 +142,7 @@ async def execute_command_run(
     assert isinstance(agent, AgentSpec)
     started_at, started = datetime.now(UTC), time.perf_counter()
     workdir_ctx = run_workdir(cell.run_id)
-    workdir = Path(workdir_ctx.name)
+    workdir, agent_dir, home, tmp = run_folders(Path(workdir_ctx.name))
     target = dataclasses.replace(
         runmod.proxy_target(cell, spec, workdir), agent_over_http=agent.transport == "http"
     )
@@ -112,20 +159,20 @@ async def execute_command_run(
             async with contextlib.AsyncExitStack() as stack:
                 if agent.model is not None:
                     endpoint = await stack.enter_async_context(
-                        serve_model(agent.model, cell.seed, spec.limits.model_timeout_s)
-                    )
+                        serve_model(
+                            agent.model, cell.seed, spec.limits.model_timeout_s,
+                            mcp_tools=listed_tools(workdir / EVENT_LOG_FILE),
+                            servers=(SERVER_NAME,),
+                        )
+                    )  # fmt: skip
                 server, extra = await stack.enter_async_context(_proxy_for(target, workdir))
-                config_path = workdir / "mcp.json"
+                config_path = home / "mcp.json"
                 config_path.write_text(json.dumps(mcp_config(server), indent=2))
                 values = {
                     "mcp_config": str(config_path),
-                    "workdir": str(workdir),
+                    "workdir": str(agent_dir),
                     **({"mcp_url": server["url"]} if "url" in server else {}),
-                    **(
-                        {"model_base_url": endpoint.base_url, "model": endpoint.model}
-                        if endpoint is not None
-                        else {}
-                    ),
+                    **(model_values(endpoint) if endpoint is not None else {}),
                 }
                 given = {
                     "AGENT_HARNESS_MCP_CONFIG": str(config_path),
@@ -140,11 +187,12 @@ async def execute_command_run(
                     **extra,
                 }
                 if endpoint is not None:
-                    given["AGENT_HARNESS_MODEL_BASE_URL"] = endpoint.base_url
-                    given["AGENT_HARNESS_MODEL"] = endpoint.model
-                cwd = Path(agent.cwd).absolute() if agent.cwd is not None else workdir
-                argv = [_substitute(part, values) for part in agent_argv(agent, spec)]
-                env = agent_environment(agent, values, given)
+                    given.update(
+                        {f"AGENT_HARNESS_{k.upper()}": v for k, v in model_values(endpoint).items()}
+                    )
+                argv = agent_argv(agent, spec, values)
+                cwd = Path(agent.cwd).absolute() if agent.cwd is not None else agent_dir
+                env = agent_environment(agent, values, given, home, tmp)
                 settle = (
                     (lambda: _report_finished(workdir / REPORT_FILE, REPORT_WAIT_S))
                     if agent.transport == "stdio"
@@ -204,10 +252,15 @@ async def execute_command_run(
         await asyncio.shield(asyncio.to_thread(workdir_ctx.cleanup))
 
 
-def agent_argv(agent: AgentSpec, spec: ExperimentSpec) -> list[str]:
-    """The agent's command as written, its files beside the spec made absolute (Q1)."""
-    cwd = Path(agent.cwd).absolute() if agent.cwd is not None else None
-    return resolved_command(agent.command, spec.folder, cwd)
+def model_values(endpoint: ModelEndpoint) -> dict[str, str]:
+    """What an agent's model client needs of the endpoint (placeholders, and as
+    AGENT_HARNESS_MODEL_* variables): its URLs, the model's name and the run's API key (U5)."""
+    return {
+        "model_base_url": endpoint.base_url,
+        "model_server_url": endpoint.server_url,
+        "model": endpoint.model,
+        "model_api_key": endpoint.token,
+    }
 
 
 LAST_LINES = 3  # of the agent's output, in the error of a run it failed to run (Q1)

@@ -17,13 +17,15 @@ from runner.experiment._models import ModelParams, ModelSpec
 
 # What the runner writes into an agent's command and env before it starts it (docs/runner.md).
 PLACEHOLDERS = {
-    "model_base_url": "the runner's OpenAI-compatible endpoint for `model` (http://127.0.0.1:PORT/v1)",
+    "model_base_url": "the runner's model endpoint for `model`, for OpenAI clients (http://127.0.0.1:PORT/v1)",
+    "model_server_url": "the same endpoint for Anthropic and Gemini clients (http://127.0.0.1:PORT)",
+    "model_api_key": "the run's API key for that endpoint (U5: fresh per run)",
     "model": "the model name to ask that endpoint for",
     "mcp_config": "the generated MCP client configuration file (mcpServers)",
     "mcp_url": "the proxy's URL (transport: http)",
-    "workdir": "the run's own folder",
+    "workdir": "the agent's own folder for the run (empty; U3)",
 }
-MODEL_PLACEHOLDERS = ("model_base_url", "model")
+MODEL_PLACEHOLDERS = ("model_base_url", "model_server_url", "model_api_key", "model")
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
 AGENT_TIMEOUT_S, AGENT_MAX_TIMEOUT_S = 120.0, 3600.0
@@ -42,7 +44,7 @@ class AgentSpec(Frozen):
 
     name: SafeName
     command: tuple[Text, ...] = list_field(min_length=1)  # argv, no shell
-    cwd: Text | None = None  # relative to where the runner is started
+    cwd: Text | None = None  # relative to where the runner is started; default: its own folder
     env: EnvMap = Field(default_factory=FrozenDict)  # values: text or os.environ/NAME
     transport: Literal["stdio", "http"] = "stdio"  # how the agent's MCP client reaches the proxy
     timeout_s: float = Field(default=AGENT_TIMEOUT_S, gt=0, le=AGENT_MAX_TIMEOUT_S)

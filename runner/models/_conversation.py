@@ -33,6 +33,14 @@ _NOTHING_FOUND = re.compile(
     re.IGNORECASE,
 )
 _ID_IN_TEXT = re.compile(r"\b[A-Z]{2,5}-[0-9A-Z]{3,}\b")
+# An error stated in words: the opening clause names an error or a failure, or an HTTP error
+# status opens the text ("Error: ...", "MCP error -32001: ...", "HTTP 429 Too Many Requests").
+_ERROR_OPENING = re.compile(
+    r"(?:[^.:;\n]{0,80}?\b(?:error|failed|failure|exception|timed out)\b|HTTP [45]\d\d\b)",
+    re.IGNORECASE,
+)
+# Codex frames a tool's output as "Wall time: ... seconds" lines, then "Output:" and the result.
+_OUTPUT_LABEL = re.compile(r"^Output:[ \t]*\n?", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -157,6 +165,10 @@ def parse_messages(messages: Sequence[Any]) -> Conversation:
         role, text = msg.get("role"), content_text(msg.get("content"))
         if role in ("system", "developer"):
             system.append(text)
+        elif role == "user" and user is not None and not steps and not answered:
+            # user messages with no answer between them are one turn: agents put their own
+            # context (Codex's <environment_context>, Claude Code's reminders) beside the request
+            user = f"{user}\n\n{text}"
         elif role == "user":
             close()
             user, steps, answered, pending = text, [], False, {}
@@ -170,6 +182,32 @@ def parse_messages(messages: Sequence[Any]) -> Conversation:
             steps[-1].append(_tool_result(call, text))
     close()
     return Conversation("\n".join(system), tuple(turns))
+
+
+def states_error(text: str) -> bool:
+    """A tool result that says in its text that the call failed, as an agent passes an error on
+    where its model API has no flag for one (OpenAI chat and Responses): its opening clause
+    names an error or an HTTP error status, or it is a JSON object with an `error` member
+    (Gemini's functionResponse convention, a server's error payload) or the MCP result itself
+    with `isError: true`. Read inside the frames
+    agents put around a result: Codex's "Output:" label, a JSON list of content parts."""
+    text = text.strip()
+    label = _OUTPUT_LABEL.search(text)
+    if label is not None and not _OUTPUT_LABEL.match(text):
+        text = text[label.end() :].strip()
+    if text[:1] in "{[":
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):  # an MCP result passed on whole (Cline) carries its flag
+            return bool(value.get("error")) or value.get("isError") is True
+        if isinstance(value, list):  # content parts: the first text part is the result
+            first = next(
+                (p for p in value if isinstance(p, dict) and p.get("type") == "text"), None
+            )
+            return first is not None and states_error(str(first.get("text", "")))
+    return _ERROR_OPENING.match(text) is not None
 
 
 def asks_to_retry(text: str) -> bool:

@@ -136,7 +136,9 @@ def parse_pairs(text: str) -> dict[str, str]:
     pairs: dict[str, str] = {}
     for i, m in enumerate(matches):
         end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
-        value = text[m.end() : end].strip().rstrip(",;").strip()
+        # a value ends at a blank line: what follows is another paragraph (or another message
+        # of the same turn, as agents send their context beside the request)
+        value = text[m.end() : end].split("\n\n", 1)[0].strip().rstrip(",;").strip()
         if value.endswith("."):
             value = value[:-1]  # the end of the sentence, not part of the value
         value = value.strip().strip("\"'")

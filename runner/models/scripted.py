@@ -9,7 +9,8 @@ The runner drives them through the real litellm path, exactly like a hosted mode
 
 They see what a real model sees (messages and tools in OpenAI format) and keep no state
 between calls: each answer is derived from the conversation so far. Tool results that the
-MCP server flagged with `isError: true` must start with the line `ERROR (isError=true):`.
+MCP server flagged with `isError: true` must start with the line `ERROR (isError=true):`
+(behind the model endpoint, a command agent's error stated in words gets that line too).
 
 Model parameters are extra keyword arguments of `litellm.acompletion`; litellm hands unknown
 keyword arguments of a custom provider through in `optional_params`, so they arrive as given.

@@ -217,3 +217,45 @@ def test_u3_a_stdio_agents_proxy_reads_its_config_from_one_file_outside_the_agen
         tmp_path / "c.duckdb", "select content from transcripts where role = 'stdout'"
     )
     assert "retry_after 7 seconds" in stdout  # F2's answer, from the plan in the file
+
+
+def test_u3_agent_sees_no_harness_file_no_provider_key_and_cannot_touch_the_truth(
+    tmp_path: Path,
+) -> None:
+    # U3: the agent lists its folder, its HOME and its environment, then deletes a row from
+    # every SQLite file it finds there; the harness's files (the upstream's ledger among them)
+    # lie in a sibling folder it is not pointed at, so the truth keeps its row
+    import os
+
+    agent = {
+        "name": "snoops",
+        "command": [sys.executable, str(ROOT / "tests/support/agents/snoops.py")],
+        "env": {"MY_SETTING": "kept"},
+    }
+    import subprocess
+
+    from tests.support.runkit import BIN, cli_env
+
+    env = {**cli_env(), "OPENAI_API_KEY": "sk-runner-key", "AWS_SECRET_ACCESS_KEY": "aws-key"}
+    path = _spec(tmp_path, [agent], ["none"])
+    result = subprocess.run(
+        [str(BIN), "run", str(path), "--db", "s.duckdb"], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    ((verdict, real_rows, agreement),) = query(
+        tmp_path / "s.duckdb",
+        "select r.verdict, o.real_rows, r.agreement from runs r join operations o using (run_id)",
+    )
+    assert (verdict, real_rows, agreement) == ("PASS", 1, "agrees")  # the ledger kept its row
+    ((stdout,),) = query(
+        tmp_path / "s.duckdb", "select content from transcripts where role = 'stdout'"
+    )
+    seen = json.loads(stdout)
+    assert seen["listing"] == [] and seen["deleted"] == []
+    assert (
+        seen["home"] != os.environ.get("HOME")
+        and Path(seen["home"]).parent == Path(seen["cwd"]).parent
+    )
+    allowed = {"PATH", "HOME", "LANG", "TMPDIR", "MY_SETTING"}
+    assert {k for k in seen["env"] if not k.startswith("AGENT_HARNESS_")} <= allowed, seen["env"]

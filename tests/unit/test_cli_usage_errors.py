@@ -60,3 +60,14 @@ def test_g1_help_names_the_ray_extra_as_pip_takes_it(command):
     # Rich reads "[ray]" as a style tag and drops it unless it is escaped.
     text = " ".join(invoke(command, "--help").stdout.replace("│", " ").split())
     assert "pip install 'agent-harness[ray]'" in text
+
+
+def test_l1_a_local_model_context_too_small_is_one_line_before_any_server_starts(capsys):
+    # `--context` sizes the local model server's window (a CLI agent's prompt needs 8192)
+    from runner.cli.localmodel import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(["run", "never-read.yaml", "--context", "100"])
+    assert ended.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert line.endswith("--context must be at least 512 tokens, not 100")

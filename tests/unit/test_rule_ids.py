@@ -59,6 +59,8 @@ def citations(prefixes: set[str]) -> dict[str, set[str]]:
     cited: dict[str, set[str]] = defaultdict(set)
     for top in SCANNED:
         for path in sorted((ROOT / top).rglob("*.py")):
+            if "node_modules" in path.parts:  # npm packages' own files (Python 2 among them)
+                continue
             source = path.read_text(encoding="utf-8")
             tree = ast.parse(source)
             where = str(path.relative_to(ROOT))

@@ -4,7 +4,9 @@ the defaults kept (the client opens an MCP session per tool call).
 
 The runner hands it the proxy's URL (the generated mcpServers configuration) and its model
 endpoint (a scripted reference model behind an OpenAI-compatible API); it never reaches OpenAI.
-Runs in .venv-agents (make agents-deps).
+Runs in .venv-agents (make agents-deps). SURVEY_TOOL_RETRIES adds langchain's
+ToolRetryMiddleware with that many retries (its default is 2; it retries a tool call that
+raised, and the adapters raise on an `isError` result), as a user who turns it on would.
 """
 
 import asyncio
@@ -12,6 +14,7 @@ import json
 import os
 
 from langchain.agents import create_agent
+from langchain.agents.middleware import ToolRetryMiddleware
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_openai import ChatOpenAI
 
@@ -24,9 +27,13 @@ async def main() -> None:
     model = ChatOpenAI(
         model=os.environ["AGENT_HARNESS_MODEL"],
         base_url=os.environ["AGENT_HARNESS_MODEL_BASE_URL"],
-        api_key="unused",
+        api_key=os.environ["AGENT_HARNESS_MODEL_API_KEY"],
     )
-    agent = create_agent(model, tools, system_prompt=os.environ["AGENT_HARNESS_PROMPT"])
+    retries = int(os.environ.get("SURVEY_TOOL_RETRIES", "0"))
+    middleware = [ToolRetryMiddleware(max_retries=retries)] if retries else []
+    agent = create_agent(
+        model, tools, system_prompt=os.environ["AGENT_HARNESS_PROMPT"], middleware=middleware
+    )
     result = await agent.ainvoke(
         {"messages": [{"role": "user", "content": os.environ["AGENT_HARNESS_USER_MESSAGE"]}]}
     )

@@ -26,7 +26,10 @@ MARK = "ERROR (isError=true):"
 async def main(max_turns: int) -> None:
     config = json.load(open(os.environ["AGENT_HARNESS_MCP_CONFIG"]))
     server = config["mcpServers"][os.environ.get("AGENT_HARNESS_MCP_SERVER", "agent-harness")]
-    model = AsyncOpenAI(base_url=os.environ["AGENT_HARNESS_MODEL_BASE_URL"], api_key="unused")
+    model = AsyncOpenAI(
+        base_url=os.environ["AGENT_HARNESS_MODEL_BASE_URL"],
+        api_key=os.environ["AGENT_HARNESS_MODEL_API_KEY"],
+    )
     async with AsyncExitStack() as stack:
         if "url" in server:
             read, write = await stack.enter_async_context(streamable_http_client(server["url"]))

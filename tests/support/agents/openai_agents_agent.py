@@ -20,7 +20,10 @@ async def main() -> None:
     set_tracing_disabled(True)  # no traces uploaded anywhere
     config = json.load(open(os.environ["AGENT_HARNESS_MCP_CONFIG"]))
     url = config["mcpServers"][os.environ["AGENT_HARNESS_MCP_SERVER"]]["url"]
-    client = AsyncOpenAI(base_url=os.environ["AGENT_HARNESS_MODEL_BASE_URL"], api_key="unused")
+    client = AsyncOpenAI(
+        base_url=os.environ["AGENT_HARNESS_MODEL_BASE_URL"],
+        api_key=os.environ["AGENT_HARNESS_MODEL_API_KEY"],
+    )
     model = OpenAIChatCompletionsModel(
         model=os.environ["AGENT_HARNESS_MODEL"], openai_client=client
     )

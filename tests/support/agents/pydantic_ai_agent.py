@@ -19,7 +19,10 @@ from pydantic_ai.providers.openai import OpenAIProvider
 async def main() -> None:
     config = json.load(open(os.environ["AGENT_HARNESS_MCP_CONFIG"]))
     url = config["mcpServers"][os.environ["AGENT_HARNESS_MCP_SERVER"]]["url"]
-    provider = OpenAIProvider(base_url=os.environ["AGENT_HARNESS_MODEL_BASE_URL"], api_key="unused")
+    provider = OpenAIProvider(
+        base_url=os.environ["AGENT_HARNESS_MODEL_BASE_URL"],
+        api_key=os.environ["AGENT_HARNESS_MODEL_API_KEY"],
+    )
     model = OpenAIChatModel(os.environ["AGENT_HARNESS_MODEL"], provider=provider)
     agent = Agent(
         model, instructions=os.environ["AGENT_HARNESS_PROMPT"], toolsets=[MCPToolset(url)]
