@@ -77,7 +77,7 @@ DEFAULT_READ_PREFIXES: frozenset[str] = frozenset(
 # E2: a write verb that is also a noun or an adjective, followed by nothing but a noun that
 # names a state or a listing, is a noun phrase: `order_status` is the status of an order, not
 # an order of statuses. Only these verbs read that way (`update_status`, `set_state` and
-# `add_notes` stay writes); the two lists and the reasoning are in docs/decisions.md.
+# `add_notes` stay writes); docs/decisions.md ("State and listing names") says why.
 NOUN_LIKE_VERBS: frozenset[str] = frozenset(
     ("order", "deploy", "close", "release", "store", "tag", "book", "place", "issue", "charge",
      "transfer", "deposit", "payout", "schedule", "comment", "share", "commit", "merge", "push",

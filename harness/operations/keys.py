@@ -5,11 +5,12 @@ A name matches a key field ignoring case, `-` and `_`, and with or without an `x
 default the common spellings below are recognised; `--key-fields` replaces them (the entry
 `default` brings them back) and takes per-tool entries `TOOL:FIELD` (TOOL a glob).
 
-Sources for the default spellings (docs/decisions.md lists them with links): the IETF draft
-"The Idempotency-Key HTTP Header Field" and Stripe, Adyen, GoCardless, Square (idempotency key);
-AWS EC2 and most AWS APIs (`ClientToken`), AWS ACM (`IdempotencyToken`), AWS CloudFormation and
-Secrets Manager (`ClientRequestToken`); AWS SQS FIFO (`MessageDeduplicationId`); client order
-ids of trading APIs (Alpaca, Coinbase `client_order_id`; Binance `newClientOrderId`, E3).
+Sources for the default spellings (this is their one list; docs/decisions.md, "Key fields and
+identity", states the choice): the IETF draft "The Idempotency-Key HTTP Header Field" and
+Stripe, Adyen, GoCardless, Square (idempotency key); AWS EC2 and most AWS APIs
+(`ClientToken`), AWS ACM (`IdempotencyToken`), AWS CloudFormation and Secrets Manager
+(`ClientRequestToken`); AWS SQS FIFO (`MessageDeduplicationId`); client order ids of trading
+APIs (Alpaca, Coinbase `client_order_id`; Binance `newClientOrderId`, E3).
 Request ids (`request_id`, `X-Request-ID`) are not keys by default: they often name the
 resource or only trace a request.
 
