@@ -6,8 +6,8 @@ speaks MCP can stand here. This one uses the official MCP Python SDK and the Ope
 It reads the MCP client configuration the runner wrote (its path is the first argument; also
 in $AGENT_HARNESS_MCP_CONFIG), connects to the server in it (over HTTP or by starting it over
 stdio), lists its tools, and lets the model the runner serves ($AGENT_HARNESS_MODEL at
-$AGENT_HARNESS_MODEL_BASE_URL) answer the user's message and each follow-up, calling tools
-as the model asks. Replace the loop with your own agent; keep what it reads.
+$AGENT_HARNESS_MODEL_BASE_URL, with the run's own key $AGENT_HARNESS_MODEL_API_KEY) answer the
+user's message and each follow-up, calling tools as the model asks. Replace the loop with your own agent; keep what it reads.
 """
 
 import asyncio
@@ -51,7 +51,10 @@ async def tool_answer(session: ClientSession, name: str, arguments: dict) -> str
 
 async def main(config_path: str) -> None:
     (server,) = json.load(open(config_path))["mcpServers"].values()
-    model = AsyncOpenAI(base_url=os.environ["AGENT_HARNESS_MODEL_BASE_URL"], api_key="unused")
+    model = AsyncOpenAI(
+        base_url=os.environ["AGENT_HARNESS_MODEL_BASE_URL"],
+        api_key=os.environ["AGENT_HARNESS_MODEL_API_KEY"],  # the endpoint takes only the run's key
+    )
     async with AsyncExitStack() as stack:
         session = await connect(stack, server)
         listed = (await session.list_tools()).tools
