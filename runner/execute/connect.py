@@ -90,6 +90,9 @@ class Connection:
     # JSON-RPC id of every tools/call the client sent -> the model's tool call it served
     # (None: sent while no tool call was running). Joined with the proxy's events (M2).
     sent_calls: dict[str, str | None] = field(default_factory=dict)
+    # In process: the built-in upstream's ledger in memory (runner.upstreams.LedgerInMemory),
+    # which the run reads its ground truth from and closes; None: the ledger is a file.
+    ledger: Any = None
 
 
 class CallTap:
@@ -316,15 +319,14 @@ async def in_process_connection(
     process that serves many runs one after the other)."""
     from mcp.client.session import ClientSession
 
-    from runner.upstreams import serve
-
-    kind, db = target.builtin_kind, target.builtin_db
+    ledger = None
     if upstream is None:
-        if kind is None or db is None:
+        if target.builtin_kind is None:
             raise ValueError("in-process runs need a built-in upstream")
+        from runner.upstreams import LedgerInMemory
 
-        async def upstream(read: Any, write: Any) -> None:
-            await serve(kind, db, read, write)
+        ledger = LedgerInMemory(target.builtin_kind)
+        upstream = ledger.serve
 
     report = workdir / REPORT_FILE
 
@@ -333,5 +335,6 @@ async def in_process_connection(
         async with ClientSession(proxy.read_stream, CallTap(proxy.write_stream, sent)) as client:
             await client.initialize()
             yield Connection(
-                client, report, workdir / EVENT_LOG_FILE, None, proxy.events, sent_calls=sent
+                client, report, workdir / EVENT_LOG_FILE, None, proxy.events, sent_calls=sent,
+                ledger=ledger,
             )

@@ -185,6 +185,7 @@ async def execute_loop_run(
     started = time.perf_counter()
     workdir_ctx = run_workdir(cell.run_id)
     workdir = Path(workdir_ctx.name)
+    connection: Connection | None = None
     try:  # the folder is removed however the run ends, a cancelled run's too
         target = proxy_target(cell, spec, workdir)
         if connect is None:
@@ -195,7 +196,6 @@ async def execute_loop_run(
             )
         agent = AgentResult()
         error: str | None = None
-        connection: Connection | None = None
         probe = cell.upstream.truth_probe
         probed: Probed | None = None
         async with _probe_lock(cell.experiment, cell.upstream.name, probe):
@@ -220,10 +220,15 @@ async def execute_loop_run(
             await _judge_honesty(record, cell, spec, agent, connection, workdir, left)
         return record
     finally:
+        ledger = connection.ledger if connection is not None else None
         if keep_dir is not None:
             import shutil
 
+            if ledger is not None:  # kept as a file, as a run with a file ledger leaves it
+                ledger.save(workdir / "upstream.sqlite")
             shutil.copytree(workdir, keep_dir / cell.run_id, dirs_exist_ok=True)
+        if ledger is not None:
+            ledger.close()
         # Removing the files (SQLite, WAL, report) is slow file-system work: off the loop
         # that hosts the other runs, and finished even when this run is cancelled.
         await asyncio.shield(asyncio.to_thread(workdir_ctx.cleanup))
@@ -396,7 +401,10 @@ class RunLeft:
         if self._ledger is None or len(self._ledger[1]) != len(operations):  # read for these
             db = self._workdir / "upstream.sqlite"
             kind = self._cell.upstream.builtin
-            if kind is None or not db.exists():
+            live = self._connection.ledger if self._connection is not None else None
+            if live is not None:
+                self._ledger = live.facts((op.tool, _plain(op.arguments)) for op in operations)
+            elif kind is None or not db.exists():
                 self._ledger = (None, [None] * len(operations))
             else:
                 from runner.upstreams import ledger_facts
