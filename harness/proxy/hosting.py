@@ -21,7 +21,9 @@ from harness.base.outfile import write_file
 from harness.proxy.args import ProxyConfig
 
 # An MCP server over the SDK's (read_stream, write_stream) pair, e.g. `server.run(read, write,
-# ...)`; it should return when its read stream ends.
+# ...)`; it should return when its read stream ends. With `over_lines`, a server over the
+# proxy's line pipes themselves (a LineReader and a LineWriter) that closes its writer at the
+# end: no SDK stream adapters between them.
 UpstreamServer = Callable[[Any, Any], Awaitable[None]]
 
 # How long the proxy may take to end its session after the client left.
@@ -51,7 +53,7 @@ class InProcessProxy:
 
 @contextlib.asynccontextmanager
 async def in_process_proxy(
-    config: ProxyConfig, upstream: UpstreamServer
+    config: ProxyConfig, upstream: UpstreamServer, *, over_lines: bool = False
 ) -> AsyncIterator[InProcessProxy]:
     """Proxy and upstream server in this process; the report file is written once, at the end.
 
@@ -72,6 +74,9 @@ async def in_process_proxy(
     proxy = Proxy(config, session, to_proxy, from_proxy, from_upstream, to_upstream)
 
     async def serve_upstream() -> None:
+        if over_lines:
+            await upstream(to_upstream, from_upstream)
+            return
         async with mcp_streams(to_upstream, from_upstream) as (read, write):
             await upstream(read, write)
 

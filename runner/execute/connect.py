@@ -326,11 +326,15 @@ async def in_process_connection(
         from runner.upstreams import LedgerInMemory
 
         ledger = LedgerInMemory(target.builtin_kind)
-        upstream = ledger.serve
 
     report = workdir / REPORT_FILE
-
-    async with in_process_proxy(target.proxy_config(report, None), upstream) as proxy:
+    config = target.proxy_config(report, None)
+    hosted = (
+        in_process_proxy(config, ledger.serve, over_lines=True)
+        if ledger is not None
+        else in_process_proxy(config, upstream)  # type: ignore[arg-type]
+    )
+    async with hosted as proxy:
         sent: dict[str, str | None] = {}
         async with ClientSession(proxy.read_stream, CallTap(proxy.write_stream, sent)) as client:
             await client.initialize()

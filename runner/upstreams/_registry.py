@@ -130,19 +130,18 @@ class LedgerInMemory:
         self._conn.deserialize(_empty_image(self.upstream.ledger.schema))
         self._conn.row_factory = sqlite3.Row
 
-    async def serve(
-        self,
-        read_stream: ReadStream[SessionMessage | Exception],
-        write_stream: WriteStream[SessionMessage],
-    ) -> None:
-        """Serve this ledger's upstream over the given streams until the read side closes."""
+    async def serve(self, reader: Any, writer: Any) -> None:
+        """Serve this ledger's upstream over a line pipe pair (a LineReader and a LineWriter,
+        runner.upstreams._lines) until the reader's EOF; the writer is closed at the end."""
+        from runner.upstreams._lines import LineServer
+
         self.served = True
         upstream = self.upstream
         server = build_server(
             f"agent-harness-{upstream.kind}", upstream.instructions, list(upstream.ledger.tools),
             self._conn, inline=True,
         )  # fmt: skip
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        await LineServer(server).serve(reader, writer)
 
     def facts(
         self, calls: Iterable[tuple[str, dict[str, Any]]]
