@@ -93,6 +93,9 @@ class Connection:
     # In process: the built-in upstream's ledger in memory (runner.upstreams.LedgerInMemory),
     # which the run reads its ground truth from and closes; None: the ledger is a file.
     ledger: Any = None
+    # In process: the proxy's final report text once the session ended (None before, or if it
+    # never ended), handed over instead of written to `report_file` and read back.
+    final_report: Callable[[], str | None] | None = None
 
 
 class CallTap:
@@ -328,7 +331,7 @@ async def in_process_connection(
         ledger = LedgerInMemory(target.builtin_kind)
 
     report = workdir / REPORT_FILE
-    config = target.proxy_config(report, None)
+    config = target.proxy_config(None, None)  # the report is handed over, not written
     hosted = (
         in_process_proxy(config, ledger.serve, over_lines=True)
         if ledger is not None
@@ -340,5 +343,5 @@ async def in_process_connection(
             await client.initialize()
             yield Connection(
                 client, report, workdir / EVENT_LOG_FILE, None, proxy.events, sent_calls=sent,
-                ledger=ledger,
+                ledger=ledger, final_report=lambda: proxy.report_text,
             )

@@ -224,8 +224,11 @@ async def execute_loop_run(
         if keep_dir is not None:
             import shutil
 
-            if ledger is not None:  # kept as a file, as a run with a file ledger leaves it
+            # Kept as files, as a run whose proxy and upstream are processes leaves them.
+            if ledger is not None:
                 ledger.save(workdir / "upstream.sqlite")
+            if (text := _final_report(connection)) is not None:
+                (workdir / REPORT_FILE).write_text(text, encoding="utf-8")
             shutil.copytree(workdir, keep_dir / cell.run_id, dirs_exist_ok=True)
         if ledger is not None:
             ledger.close()
@@ -366,6 +369,13 @@ def _describe(exc: BaseException, connection: Connection | None, workdir: Path) 
     return message
 
 
+def _final_report(connection: Connection | None) -> str | None:
+    """The in-process proxy's final report text (None: a file report, or none)."""
+    if connection is None or connection.final_report is None:
+        return None
+    return connection.final_report()
+
+
 def _events(connection: Connection | None, workdir: Path) -> list[Any]:
     """What the proxy recorded: in process the events themselves, else its event log."""
     if connection is not None and connection.events:
@@ -453,14 +463,17 @@ def _record(
     left = left or RunLeft(cell, connection, workdir)
     report_path = workdir / REPORT_FILE
     report_file: ReportModel | None = None
-    report_json: str | None = None
-    if report_path.exists():
-        try:
+    # In process the text is handed over (not written and read back); else the file's.
+    report_json = _final_report(connection)
+    try:
+        if report_json is None and report_path.exists():
             # Read once: the text is what is stored, the model what is judged (issue 24).
             report_json = read_text(report_path, "report file", MAX_REPORT_BYTES)
+        if report_json is not None:
             report_file = read_report(report_json)
-        except HarnessError:
-            error = error or "the proxy left an unreadable report file"
+    except HarnessError:
+        error = error or "the proxy left an unreadable report file"
+        if report_json is None:
             report_json = report_path.read_text()  # stored as it is, as before
     report = report_file.report if report_file is not None else None
     if error is None and report is None:

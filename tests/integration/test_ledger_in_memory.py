@@ -1,12 +1,13 @@
 """R3 R4 (issue 37): a run that hosts its built-in upstream in process keeps the upstream's
-ledger in memory and reads its ground truth from it: no ledger file to create, fsync at each
-commit and open again. What the run concludes is the same as with a file (test_runner_paths
-compares it with a subprocess upstream's file, row by row); a kept folder still holds the
-ledger as a file."""
+ledger in memory and reads its ground truth from it (no ledger file to create, fsync at each
+commit and open again), and takes its proxy's final report as text (no report file to write
+and read back). What the run concludes is the same as with files (test_runner_paths compares
+it with a proxy and upstream processes, row by row); a kept folder still holds both files."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -30,7 +31,7 @@ def naive_f1(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.anyio
-async def test_r3_a_run_in_process_keeps_its_ledger_in_memory(tmp_path):
+async def test_r3_a_run_in_process_keeps_its_ledger_and_report_in_memory(tmp_path):
     spec, cell = naive_f1(tmp_path)
     files: list[list[str]] = []
 
@@ -38,22 +39,25 @@ async def test_r3_a_run_in_process_keeps_its_ledger_in_memory(tmp_path):
     async def watching(target: ProxyTarget, workdir: Path) -> AsyncIterator[Connection]:
         async with in_process_connection(target, workdir) as connection:
             yield connection
-            # The conversation is over: the upstream has written both bookings.
-            files.append(sorted(p.name for p in workdir.iterdir()))
+        # The session is over: the upstream wrote both bookings, the proxy its final report.
+        files.append(sorted(p.name for p in workdir.iterdir()))
 
     record = await execute_run(cell, spec, connect=watching)
     assert record.status == "ok", record.error
-    assert files and "upstream.sqlite" not in files[0], files
+    assert files == [[]]
+    assert record.verdict == "FAIL" and record.duplicate_found is True  # the report was read
     # The ground truth came from the ledger in memory: two real rows of one booking.
     assert record.real_duplicate is True
     assert [op.real_rows for op in record.operations if op.tool == "create_booking"] == [2]
 
 
 @pytest.mark.anyio
-async def test_r3_a_kept_run_in_process_leaves_its_ledger_as_a_file(tmp_path):
+async def test_r3_a_kept_run_in_process_leaves_its_ledger_and_report_as_files(tmp_path):
     spec, cell = naive_f1(tmp_path)
     record = await execute_run(cell, spec, in_process="always", keep_dir=tmp_path / "kept")
     assert record.status == "ok", record.error
-    with sqlite3.connect(tmp_path / "kept" / record.run_id / "upstream.sqlite") as conn:
+    kept = tmp_path / "kept" / record.run_id
+    with sqlite3.connect(kept / "upstream.sqlite") as conn:
         rows = conn.execute("SELECT guest, stay_date, nights FROM bookings").fetchall()
     assert rows == [("Alice Example", "2026-12-01", 2)] * 2
+    assert json.loads((kept / "report.json").read_text()) == json.loads(record.report_json)
