@@ -69,7 +69,7 @@ from runner.models.loop import (
     run_conversation,
     to_openai_tool,
 )
-from runner.processes.workdirs import run_workdir
+from runner.processes.workdirs import UnmadeFolder, run_workdir
 
 # How a run reaches its proxy: (the proxy's target, the run's folder) -> an MCP connection.
 Connect = Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]]
@@ -183,17 +183,16 @@ async def execute_loop_run(
     provider and proxy failures become a record with status=error. `connect`: as there."""
     started_at = datetime.now(UTC)
     started = time.perf_counter()
-    workdir_ctx = run_workdir(cell.run_id)
+    hosted_here = connect is None and uses_in_process(cell, spec, in_process)
+    # In process the ledger and the report stay in memory: no folder unless one is kept.
+    unmade = UnmadeFolder(cell.run_id) if hosted_here else None
+    workdir_ctx = unmade or run_workdir(cell.run_id)
     workdir = Path(workdir_ctx.name)
     connection: Connection | None = None
     try:  # the folder is removed however the run ends, a cancelled run's too
         target = proxy_target(cell, spec, workdir)
         if connect is None:
-            connect = (
-                in_process_connection
-                if uses_in_process(cell, spec, in_process)
-                else subprocess_connection
-            )
+            connect = in_process_connection if hosted_here else subprocess_connection
         agent = AgentResult()
         error: str | None = None
         probe = cell.upstream.truth_probe
@@ -225,6 +224,8 @@ async def execute_loop_run(
             import shutil
 
             # Kept as files, as a run whose proxy and upstream are processes leaves them.
+            if unmade is not None:
+                unmade.make()
             if ledger is not None:
                 ledger.save(workdir / "upstream.sqlite")
             if (text := _final_report(connection)) is not None:
@@ -234,7 +235,8 @@ async def execute_loop_run(
             ledger.close()
         # Removing the files (SQLite, WAL, report) is slow file-system work: off the loop
         # that hosts the other runs, and finished even when this run is cancelled.
-        await asyncio.shield(asyncio.to_thread(workdir_ctx.cleanup))
+        if unmade is None or unmade.made():
+            await asyncio.shield(asyncio.to_thread(workdir_ctx.cleanup))
 
 
 # T1: runs against one upstream with a truth probe never overlap (the probe reads state that
