@@ -608,6 +608,10 @@ def table(tallies: list[Tally]) -> str:
                      for r in rows)  # fmt: skip
 
 
+# 959 runs against 11 real servers: about 75 s of CPU, 100 s alone on a loaded 2-core machine,
+# 311 s in a CI among five other workers (ci2), past the suite's 300 s. Every run is bounded by
+# its own run_timeout_s, so a hang still fails; this bound is for the slowness of a shared host.
+@pytest.mark.timeout(900)
 async def test_t2_corpus_of_real_servers_has_no_false_fail_and_no_false_pass(tmp_path):
     # T2, Z8: 11 servers with default flags, their own state as ground truth
     python_module("mcp_server_git")

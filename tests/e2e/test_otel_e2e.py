@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from runner.upstreams import stdio_command
 from tests.support import launcher
+from tests.support.imports import imported_modules
 from tests.support.paths import BIN, ROOT
 from tests.support.prereq import in_ci
-from tests.unit.test_layering import imported_modules
+from tests.support.proxyproc import mcp_process
 
 try:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -99,13 +98,11 @@ def _attributes(span: Any) -> dict[str, Any]:
 
 
 async def _book_twice(args: list[str], env: dict[str, str], err: Path) -> None:
-    params = StdioServerParameters(command=str(BIN), args=args, env=env)
-    with err.open("w") as log:
-        async with stdio_client(params, errlog=log) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                for _ in range(2):  # F1: told it timed out, the booking had run
-                    await session.call_tool("create_booking", BOOKING)
+    # the proxy's own exit is awaited: its export runs after stdin closed, and the SDK's
+    # stdio_client would kill it 2 s later (a receiver that is down takes its OTLP timeout)
+    async with mcp_process([str(BIN), *args], err, env) as (session, _tap):
+        for _ in range(2):  # F1: told it timed out, the booking had run
+            await session.call_tool("create_booking", BOOKING)
 
 
 @pytest.mark.anyio

@@ -205,9 +205,11 @@ def via_proxy(bin_path: Path, server_argv: list[str], *flags: str) -> list[str]:
 
 @asynccontextmanager
 async def mcp_process(
-    argv: list[str], stderr: Path
+    argv: list[str], stderr: Path, env: dict[str, str] | None = None
 ) -> AsyncIterator[tuple[ClientSession, TapReader]]:
-    """An initialised SDK client over the stdio of `argv`; every line it received is tapped."""
+    """An initialised SDK client over the stdio of `argv`; every line it received is tapped.
+    On exit stdin closes and the process's own exit is awaited (bounded), never cut short as
+    the SDK's stdio_client does after 2 s."""
     with stderr.open("ab") as err:
         proc = await launcher.create_subprocess_exec(
             *argv,
@@ -215,6 +217,7 @@ async def mcp_process(
             stdout=asyncio.subprocess.PIPE,
             stderr=err,
             limit=READ_LIMIT,
+            **({"env": env} if env is not None else {}),
         )
     assert proc.stdin is not None and proc.stdout is not None
     tap = TapReader(StreamLineReader(proc.stdout, READ_LIMIT), DEADLINE_S)
