@@ -31,7 +31,7 @@ from mcp_types import methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import ValidationError
 
-from harness.wire.fdlines import StreamClosed
+from harness.proxy import StreamClosed
 
 METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32601, -32602, -32603
 _OWN = ("initialize", "tools/list", "tools/call", "ping")
