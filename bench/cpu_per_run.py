@@ -21,6 +21,10 @@ by default, concurrency 4.
   them (the event loop's own turns) counts as the event loop. What no Python thread shows
   (DuckDB's own threads) is "native threads". Ours is split again by room, the built-in
   upstream apart.
+- Start-up (`--startup N`): from the exec of `agent-harness run` of a tenth of `--runs` to
+  its first run stored (the store's earliest `finished_at`), beside a bare `import litellm` in a
+  fresh Python (issue 37's goal: the first stored run within litellm's import + 0.5 s), N times
+  alternately. Wall time: the machine's load moves it.
 - litellm's settings (`--settings N`): the CPU of one `litellm.acompletion` to scripted/careful
   (one user message, answered in words) with each of litellm's public settings that touch its
   per-call work, each in a fresh process (some are read at import), N calls after a warm-up,
@@ -97,6 +101,47 @@ def command_cpu(folder: Path, runs: int, n: int) -> float:
     if done.returncode != 0:
         raise SystemExit(f"run failed ({done.returncode}): {done.stderr[-2000:]}")
     return children_cpu_s() - before
+
+
+def first_stored_s(folder: Path, runs: int, n: int) -> float:
+    """Seconds from the exec of `agent-harness run` to its first run stored."""
+    import duckdb
+
+    path = folder / f"first-{runs}-{n}.yaml"
+    db = folder / f"first-{runs}-{n}.duckdb"
+    path.write_text(yaml.safe_dump(spec(runs), sort_keys=False), encoding="utf-8")
+    started = time.time()
+    subprocess.run(
+        [str(BIN), "run", str(path), "--db", str(db)], cwd=folder, check=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )  # fmt: skip
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (first,) = con.execute("SELECT epoch(min(finished_at)) FROM runs").fetchone()
+    finally:
+        con.close()
+    return float(first) - started
+
+
+def litellm_import_s() -> float:
+    """Seconds of a fresh Python that imports litellm and exits."""
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", "import litellm"], check=True,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )  # fmt: skip
+    return time.perf_counter() - started
+
+
+def startup(runs: int, repeat: int) -> tuple[list[float], list[float]]:
+    """(first run stored, litellm's import) in seconds, alternately, `repeat` times each."""
+    firsts, imports = [], []
+    with tempfile.TemporaryDirectory(prefix="agent-harness-cpu-") as tmp:
+        for n in range(repeat):
+            imports.append(litellm_import_s())
+            firsts.append(first_stored_s(Path(tmp), runs, n))
+    return sorted(firsts), sorted(imports)
 
 
 def all_processes(runs: int, repeat: int) -> list[float]:
@@ -280,6 +325,7 @@ def main() -> int:
         "--settings", type=int, default=0, help="calls per litellm setting (0: none); --runs 0 "
         "and --split-runs 0 leave only these rows",
     )  # fmt: skip
+    parser.add_argument("--startup", type=int, default=3, help="start-up pairs (0: none)")
     parser.add_argument("--one-setting", choices=list(SETTINGS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one_setting:
@@ -294,6 +340,15 @@ def main() -> int:
             f"{args.runs} runs less {max(1, args.runs // 10)}: median "
             f"{statistics.median(figures):.1f} ms (min {figures[0]:.1f}, max {figures[-1]:.1f}; "
             f"{args.repeat} pairs)"
+        )
+    if args.startup:
+        firsts, imports = startup(max(1, args.runs // 10), args.startup)
+        first, imported = statistics.median(firsts), statistics.median(imports)
+        print(
+            f"start-up: the first stored run {first:.2f} s after the exec of `agent-harness run` "
+            f"(min {firsts[0]:.2f}, max {firsts[-1]:.2f}); `import litellm` alone {imported:.2f} s "
+            f"(min {imports[0]:.2f}, max {imports[-1]:.2f}): litellm's import + "
+            f"{first - imported:.2f} s (medians of {args.startup})"
         )
     if args.split_runs:
         per_run, owners, rooms = split(args.split_runs)
