@@ -169,7 +169,7 @@ bench: setup ray-deps
 	$(BIN)/python bench/analysis.py
 	$(BIN)/python bench/on_ray.py
 	$(BIN)/python bench/cpu_per_run.py
-	$(BIN)/python bench/concurrency.py --cases 500:5 200:1 --modes in-process --runs-per-slot 3
+	$(BIN)/python bench/concurrency.py --cases 500:5 200:1 --modes in-process --runs-per-slot 6
 
 lint: setup
 	$(BIN)/ruff check harness runner tests bench

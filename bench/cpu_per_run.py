@@ -8,7 +8,9 @@ its answer in words) and one tool call, hosted in process as `run` hosts a built
 by default, concurrency 4.
 
 - All processes: `agent-harness run` as a user runs it, once with `--runs` runs and once with
-  a tenth of them, alternately, `--repeat` times; the CPU of the runner and of every process
+  a tenth of them, alternately, `--repeat` times, both with `--processes` (default: one per
+  core, as `run` spreads a large sweep; else the small command would run in process and the
+  large one pay the fork server's start-up); the CPU of the runner and of every process
   it started (the fork server and its workers included, RUSAGE_CHILDREN), the difference
   divided by the difference in runs: the start-up (the imports, litellm's, the fork server's
   warm-up) falls out. Figures: the median, and min-max.
@@ -88,13 +90,14 @@ def children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def command_cpu(folder: Path, runs: int, n: int) -> float:
+def command_cpu(folder: Path, runs: int, n: int, processes: int) -> float:
     """CPU seconds of one `agent-harness run` of `runs` runs and everything it started."""
     path = folder / f"spec-{runs}-{n}.yaml"
     path.write_text(yaml.safe_dump(spec(runs), sort_keys=False), encoding="utf-8")
     before = children_cpu_s()
     done = subprocess.run(
-        [str(BIN), "run", str(path), "--db", str(folder / f"runs-{runs}-{n}.duckdb")],
+        [str(BIN), "run", str(path), "--db", str(folder / f"runs-{runs}-{n}.duckdb"),
+         "--processes", str(processes)],
         cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
     )  # fmt: skip
@@ -144,14 +147,14 @@ def startup(runs: int, repeat: int) -> tuple[list[float], list[float]]:
     return sorted(firsts), sorted(imports)
 
 
-def all_processes(runs: int, repeat: int) -> list[float]:
+def all_processes(runs: int, repeat: int, processes: int) -> list[float]:
     """ms of CPU per run, all processes, start-up taken out (module doc), one per repetition."""
     few = max(1, runs // 10)
     figures = []
     with tempfile.TemporaryDirectory(prefix="agent-harness-cpu-") as tmp:
         for n in range(repeat):
-            small = command_cpu(Path(tmp), few, n)
-            large = command_cpu(Path(tmp), runs, n)
+            small = command_cpu(Path(tmp), few, n, processes)
+            large = command_cpu(Path(tmp), runs, n, processes)
             figures.append((large - small) / (runs - few) * 1000)
     return figures
 
@@ -320,6 +323,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=400, help="runs of the larger command")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--processes", type=int, default=os.cpu_count() or 1,
+        help="run's --processes for both commands (default: one per core, as run spreads "
+        "a large sweep)",
+    )  # fmt: skip
     parser.add_argument("--split-runs", type=int, default=400, help="0: no split")
     parser.add_argument(
         "--settings", type=int, default=0, help="calls per litellm setting (0: none); --runs 0 "
@@ -334,10 +342,10 @@ def main() -> int:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"{os.cpu_count()} CPUs, load average {load} before")
     if args.runs:
-        figures = sorted(all_processes(args.runs, args.repeat))
+        figures = sorted(all_processes(args.runs, args.repeat, args.processes))
         print(
             f"CPU per scripted run (2 model calls), all processes, `agent-harness run` of "
-            f"{args.runs} runs less {max(1, args.runs // 10)}: median "
+            f"{args.runs} runs less {max(1, args.runs // 10)}, --processes {args.processes}: median "
             f"{statistics.median(figures):.1f} ms (min {figures[0]:.1f}, max {figures[-1]:.1f}; "
             f"{args.repeat} pairs)"
         )
