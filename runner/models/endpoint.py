@@ -571,7 +571,10 @@ def _runner_class() -> type:
 
     class Server(web.Server):
         def __call__(self) -> Any:
-            return OneLineErrors(self, loop=self._loop, **self._kwargs)
+            try:  # aiohttp's internals (as of 3.14): another version gets its plain handler
+                return OneLineErrors(self, loop=self._loop, **self._kwargs)
+            except AttributeError:
+                return super().__call__()
 
     class Runner(web.AppRunner):
         async def _make_server(self) -> Any:
