@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
