@@ -191,7 +191,8 @@ bench: setup ray-deps
 	$(BIN)/python bench/runner.py
 	$(BIN)/python bench/analysis.py
 	$(BIN)/python bench/on_ray.py
-	$(BIN)/python bench/concurrency.py
+	$(BIN)/python bench/cpu_per_run.py
+	$(BIN)/python bench/concurrency.py --cases 500:5 200:1 --modes in-process --runs-per-slot 6
 
 lint: setup
 	$(BIN)/ruff check harness runner tests bench

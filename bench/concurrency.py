@@ -1,13 +1,14 @@
-"""Benchmark (issue 24): N runs in flight against a model that answers after a fixed delay.
+"""Benchmark (issues 24, 37): N runs in flight against a model that answers after a fixed delay.
 
     .venv/bin/python bench/concurrency.py [--n 10 50 200] [--modes subprocess in-process]
-        [--delay 1.0] [--runs-per-slot 3] [--max-rss-gb 8] [--processes N]
+        [--delay 1.0] [--cases 500:5 200:1] [--runs-per-slot 3] [--max-rss-gb 8] [--processes N]
 
 A benchmark script, not a test: it prints one row per (mode, N). Each row runs
 `agent-harness run` as a user does, against bench/slow_model.py (an OpenAI-compatible endpoint
 in its own process: one `create_booking` tool call, then words, each after `--delay` seconds,
 so a run spends 2 x delay in its model) and the built-in booking upstream under F1, with
-`--concurrency N` and N x `--runs-per-slot` runs:
+`--concurrency N` and N x `--runs-per-slot` runs, for each N of `--n` at `--delay`, or for each
+`N:DELAY` of `--cases` (issue 37's rows: `500:5` and `200:1`):
 
 - subprocess: `--in-process never`, a real `agent-harness proxy` and upstream process per run
   (what `run` does for any upstream that is not built in);
@@ -19,7 +20,8 @@ Figures: runs/hour once the first run has ended (the runs started after it, over
 from it to the last finish, read from the store: the runner's start-up and the first wave's
 warm-up are not in it) and over the whole command; the ideal, N x 3600 / (2 x delay);
 their ratio; peak resident memory (sum of VmRSS over the runner and every descendant) and
-peak open descriptors of the tree, sampled every 0.2 s; CPU seconds of the whole tree per run
+that divided by N (MB per run in flight); peak open descriptors of the tree and the fullest
+process's against its own soft limit (RLIMIT_NOFILE, from /proc), sampled every 0.2 s; CPU seconds of the whole tree per run
 (start-up included), which sets the ceiling: one runner process uses at most one core for
 its Python, so it completes at most about 1 / (CPU per run) runs a second. A tree over `--max-rss-gb` is stopped
 (the row says so): the machine is shared.
@@ -102,6 +104,18 @@ def fds(pid: int) -> int:
         return 0
 
 
+def soft_fd_limit(pid: int) -> int:
+    """A process's soft limit of open descriptors (0 if it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+            if line.startswith("Max open files"):
+                soft = line.split()[3]
+                return 1 << 62 if soft == "unlimited" else int(soft)
+    except OSError:
+        pass
+    return 0
+
+
 def cpu_ticks(pid: int) -> tuple[int, int] | None:
     """(parent pid, user + system clock ticks) of a process, from /proc."""
     try:
@@ -115,6 +129,8 @@ def cpu_ticks(pid: int) -> tuple[int, int] | None:
 class Peak:
     rss_kb: int = 0
     fds: int = 0
+    # the fullest process against its soft limit: (its descriptors, its soft limit)
+    fullest: tuple[int, int] = (0, 1)
     processes: int = 0
     over_cap: bool = False
     # the last CPU seen of each process (parent pid, ticks), the runner's tree and the endpoint
@@ -132,7 +148,12 @@ def watch(
                 peak.cpu[pid] = seen
         rss = sum(rss_kb(p) for p in pids)
         peak.rss_kb = max(peak.rss_kb, rss)
-        peak.fds = max(peak.fds, sum(fds(p) for p in pids))
+        counts = {p: fds(p) for p in pids}
+        peak.fds = max(peak.fds, sum(counts.values()))
+        for p, count in counts.items():
+            limit = soft_fd_limit(p)
+            if limit and count / limit > peak.fullest[0] / peak.fullest[1]:
+                peak.fullest = (count, limit)
         peak.processes = max(peak.processes, len(pids))
         if rss > cap_kb and not peak.over_cap:
             peak.over_cap = True
@@ -212,11 +233,13 @@ def cpu_by_process(
     )  # fmt: skip
 
 
-def one(mode: str, n: int, args: argparse.Namespace, folder: Path, notes: list[str]) -> str:
+def one(
+    mode: str, n: int, delay: float, args: argparse.Namespace, folder: Path, notes: list[str]
+) -> str:
     runs = n * args.runs_per_slot
-    url_model, url = start_model(args.delay)
+    url_model, url = start_model(delay)
     try:
-        path = folder / f"{mode}-{n}.yaml"
+        path = folder / f"{mode}-{n}-{delay:g}.yaml"
         path.write_text(yaml.safe_dump(spec(url, runs, n), sort_keys=False), encoding="utf-8")
         in_process = "never" if mode == "subprocess" else "always"
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -227,12 +250,12 @@ def one(mode: str, n: int, args: argparse.Namespace, folder: Path, notes: list[s
         procs, dbs = [], []
         for i in range(1, shards + 1):
             # Each shard: its own process and store, its share of the runs and of N.
-            db = folder / f"{mode}-{n}-{i}.duckdb"
+            db = folder / f"{mode}-{n}-{delay:g}-{i}.duckdb"
             part = ["--shard", f"{i}/{shards}", "--concurrency", str(n // shards)]
             command = [str(BIN), "run", str(path), "--db", str(db), "--in-process", in_process]
             if args.processes is not None:
                 command += ["--processes", str(args.processes)]
-            err = (folder / f"{mode}-{n}-{i}.err").open("w")
+            err = (folder / f"{mode}-{n}-{delay:g}-{i}.err").open("w")
             procs.append(
                 subprocess.Popen(
                     command + (part if shards > 1 else []),
@@ -258,13 +281,13 @@ def one(mode: str, n: int, args: argparse.Namespace, folder: Path, notes: list[s
     finally:
         url_model.terminate()
         url_model.wait()
-    ideal = n * 3600 / (CALLS_PER_RUN * args.delay)
+    ideal = n * 3600 / (CALLS_PER_RUN * delay)
     if args.processes is not None:
         mode = f"{mode}, --processes {args.processes}"
     if peak.over_cap:
         return (
-            f"| {mode} | {n} | stopped: the tree passed {args.max_rss_gb:g} GB of RSS "
-            f"({peak.processes} processes, {peak.fds} descriptors) | | | | | |"
+            f"| {mode} | {n} | {delay:g} s | stopped: the tree passed {args.max_rss_gb:g} GB of "
+            f"RSS ({peak.processes} processes, {peak.fds} descriptors) | | | | | | |"
         )
     rates = [steady_rate(db) for db in dbs]
     stored, errors = sum(r[0] for r in rates), sum(r[1] for r in rates)
@@ -275,16 +298,17 @@ def one(mode: str, n: int, args: argparse.Namespace, folder: Path, notes: list[s
     by_process = cpu_by_process(peak, [proc.pid for proc in procs], url_model.pid, model_cpu)
     took = sum(r[3] for r in rates) / len(rates)
     notes.append(
-        f"{mode}, N = {n}: {wall:.1f} s; a run took {took:.2f} s on average once the first "
-        f"ended ({CALLS_PER_RUN * args.delay:g} s of model time: at most "
-        f"{CALLS_PER_RUN * args.delay / took:.2f} of the ideal with N always in flight); "
+        f"{mode}, N = {n}, {delay:g} s answers: {wall:.1f} s; a run took {took:.2f} s on average "
+        f"once the first ended ({CALLS_PER_RUN * delay:g} s of model time: at most "
+        f"{CALLS_PER_RUN * delay / took:.2f} of the ideal with N always in flight); "
         f"CPU by process (s): {by_process}"
     )
     return (
-        f"| {mode} | {n} | {stored} ({errors} errors, exit {code}) | {per_hour:,.0f} "
-        f"({whole:,.0f} with start-up) | {ideal:,.0f} | {per_hour / ideal:.2f} | "
-        f"{peak.rss_kb / 1024:,.0f} MB, {peak.processes} processes | {peak.fds} | "
-        f"{cpu / max(stored, 1) * 1000:.0f} ms |"
+        f"| {mode} | {n} | {delay:g} s | {stored} ({errors} errors, exit {code}) | "
+        f"{per_hour:,.0f} ({whole:,.0f} with start-up) | {ideal:,.0f} | {per_hour / ideal:.2f} | "
+        f"{peak.rss_kb / 1024:,.0f} MB, {peak.processes} processes | "
+        f"{peak.rss_kb / 1024 / n:.2f} MB | {peak.fds}; fullest process {peak.fullest[0]} of "
+        f"{peak.fullest[1]} | {cpu / max(stored, 1) * 1000:.0f} ms |"
     )
 
 
@@ -296,6 +320,10 @@ def main() -> int:
         choices=["in-process", "subprocess"],
     )  # fmt: skip
     parser.add_argument("--delay", type=float, default=1.0, help="seconds per model answer")
+    parser.add_argument(
+        "--cases", nargs="+", metavar="N:DELAY", help="instead of --n and --delay: N runs in "
+        "flight with DELAY-second answers, for each",
+    )  # fmt: skip
     parser.add_argument("--runs-per-slot", type=int, default=5, help="runs = N x this")
     parser.add_argument("--max-rss-gb", type=float, default=8.0)
     parser.add_argument(
@@ -307,21 +335,27 @@ def main() -> int:
     )
     parser.add_argument("--keep", type=Path, help="keep specs, stores and stderr in this folder")
     args = parser.parse_args()
+    try:
+        cases = [
+            (int(n), float(delay)) for n, delay in (case.split(":") for case in args.cases or [])
+        ] or [(n, args.delay) for n in args.n]
+    except ValueError:
+        parser.error(f"--cases takes N:DELAY, such as 500:5, not {args.cases}")
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     print(f"{os.cpu_count()} CPUs, load average {load} before; descriptor limit {limit}")
     print(
-        "| mode | N | runs stored | runs/hour | ideal | ratio | peak RSS of the tree "
-        "| peak fds | CPU per run |"
+        "| mode | N | answers | runs stored | runs/hour | ideal | ratio | peak RSS of the tree "
+        "| per run in flight | peak fds | CPU per run |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="agent-harness-conc-") as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         for mode in args.modes:
-            for n in args.n:
-                print(one(mode, n, args, folder, notes), flush=True)
+            for n, delay in cases:
+                print(one(mode, n, delay, args, folder, notes), flush=True)
     for note in notes:
         print(note)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())

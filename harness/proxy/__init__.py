@@ -25,6 +25,7 @@ from harness.operations.identity import operation_id, value_key
 from harness.proxy.args import ProxyConfig, parse
 from harness.proxy.hosting import InProcessProxy, in_process_proxy, proxy_command
 from harness.proxy.main import main as proxy_main
+from harness.wire.fdlines import StreamClosed
 from harness.wire.http.headers import HeaderSpec, valid_header_name
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "PlanConfig",
     "ProxyConfig",
     "SCENARIOS",
+    "StreamClosed",
     "ToolsListed",
     "error_rate_problem",
     "in_process_proxy",

@@ -22,7 +22,9 @@ from harness.base.outfile import write_file
 from harness.proxy.args import ProxyConfig
 
 # An MCP server over the SDK's (read_stream, write_stream) pair, e.g. `server.run(read, write,
-# ...)`; it should return when its read stream ends.
+# ...)`; it should return when its read stream ends. With `over_lines`, a server over the
+# proxy's line pipes themselves (a LineReader and a LineWriter) that closes its writer at the
+# end: no SDK stream adapters between them.
 UpstreamServer = Callable[[Any, Any], Awaitable[None]]
 
 # How long the proxy may take to end its session after the client left.
@@ -48,18 +50,21 @@ class InProcessProxy:
     read_stream: Any  # for mcp.ClientSession(read_stream, write_stream)
     write_stream: Any
     events: list[Any] = field(default_factory=list)  # the session's events, as they happen
+    # The final report file's text, once the session ended (whether or not it was written).
+    report_text: str | None = None
 
 
 @contextlib.asynccontextmanager
 async def in_process_proxy(
-    config: ProxyConfig, upstream: UpstreamServer
+    config: ProxyConfig, upstream: UpstreamServer, *, over_lines: bool = False
 ) -> AsyncIterator[InProcessProxy]:
-    """Proxy and upstream server in this process; the report file is written once, at the end.
+    """Proxy and upstream server in this process; the report is rendered once, at the end.
 
     O3 (a current report file at every call) guards against a proxy that dies mid-run. In
-    process, whatever kills the proxy kills its caller with it: the report is rendered and
-    written when the session ends (at every call it cost ~10 % of a run's time). An event-log
-    file is not written; `events` holds the same events.
+    process, whatever kills the proxy kills its caller with it: the report is rendered when
+    the session ends (at every call it cost ~10 % of a run's time), kept as `report_text` and
+    written to the config's report file if it names one. An event-log file is not written;
+    `events` holds the same events.
     """
     from harness.proxy.router import Proxy
     from harness.session import EventList, Session
@@ -73,6 +78,9 @@ async def in_process_proxy(
     proxy = Proxy(config, session, to_proxy, from_proxy, from_upstream, to_upstream)
 
     async def serve_upstream() -> None:
+        if over_lines:
+            await upstream(to_upstream, from_upstream)
+            return
         async with mcp_streams(to_upstream, from_upstream) as (read, write):
             await upstream(read, write)
 
@@ -87,9 +95,11 @@ async def in_process_proxy(
 
     upstream_task = asyncio.create_task(serve_upstream())
     proxy_task = asyncio.create_task(run_proxy())
+    hosted: InProcessProxy | None = None
     try:
         async with mcp_streams(from_proxy, to_proxy) as (read, write):
-            yield InProcessProxy(read, write, log.events)
+            hosted = InProcessProxy(read, write, log.events)
+            yield hosted
         await to_proxy.close()  # the client is gone: the proxy ends the session
         await asyncio.wait_for(proxy_task, END_TIMEOUT_S)
     except Exception:
@@ -105,5 +115,9 @@ async def in_process_proxy(
         for task in (proxy_task, upstream_task):
             task.cancel()
         await asyncio.gather(proxy_task, upstream_task, return_exceptions=True)
-        if session.ended and config.report_file is not None:
-            write_file(config.report_file, session.report_file_text("finished"), "report file")
+        if session.ended:
+            text = session.report_file_text("finished")
+            if hosted is not None:
+                hosted.report_text = text
+            if config.report_file is not None:
+                write_file(config.report_file, text, "report file")

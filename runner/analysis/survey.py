@@ -107,7 +107,7 @@ def survey_rows(db: Path, experiment: str = "frameworks") -> list[SurveyRow]:
 def render(rows: list[SurveyRow]) -> str:
     """The rows as a Markdown table."""
     head = (
-        "| framework | scenario | writes the model asked for | executions upstream (real rows) "
+        "| agent | scenario | writes the model asked for | executions upstream (real rows) "
         "| per asked write | client_retry duplicates | verdict | how the agent ended "
         "| what the model saw first | what the agent told the user |"
     )

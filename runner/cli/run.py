@@ -31,7 +31,11 @@ def run_command(
     concurrency: Annotated[
         int | None,
         typer.Option(
-            "--concurrency", min=1, max=256, help="Runs at the same time (default: the spec's)."
+            # the spec's bound, MAX_CONCURRENCY (not imported: `run --help` stays light)
+            "--concurrency",
+            min=1,
+            max=1024,
+            help="Runs at the same time (default: the spec's).",
         ),
     ] = None,
     resume: Annotated[

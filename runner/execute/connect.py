@@ -91,6 +91,12 @@ class Connection:
     # JSON-RPC id of every tools/call the client sent -> the model's tool call it served
     # (None: sent while no tool call was running). Joined with the proxy's events (M2).
     sent_calls: dict[str, str | None] = field(default_factory=dict)
+    # In process: the built-in upstream's ledger in memory (runner.upstreams.LedgerInMemory),
+    # which the run reads its ground truth from and closes; None: the ledger is a file.
+    ledger: Any = None
+    # In process: the proxy's final report text once the session ended (None before, or if it
+    # never ended), handed over instead of written to `report_file` and read back.
+    final_report: Callable[[], str | None] | None = None
 
 
 class CallTap:
@@ -325,22 +331,26 @@ async def in_process_connection(
     process that serves many runs one after the other)."""
     from mcp.client.session import ClientSession
 
-    from runner.upstreams import serve
-
-    kind, db = target.builtin_kind, target.builtin_db
+    ledger = None
     if upstream is None:
-        if kind is None or db is None:
+        if target.builtin_kind is None:
             raise ValueError("in-process runs need a built-in upstream")
+        from runner.upstreams import LedgerInMemory
 
-        async def upstream(read: Any, write: Any) -> None:
-            await serve(kind, db, read, write)
+        ledger = LedgerInMemory(target.builtin_kind)
 
     report = workdir / REPORT_FILE
-
-    async with in_process_proxy(target.proxy_config(report, None), upstream) as proxy:
+    config = target.proxy_config(None, None)  # the report is handed over, not written
+    hosted = (
+        in_process_proxy(config, ledger.serve, over_lines=True)
+        if ledger is not None
+        else in_process_proxy(config, upstream)  # type: ignore[arg-type]
+    )
+    async with hosted as proxy:
         sent: dict[str, str | None] = {}
         async with ClientSession(proxy.read_stream, CallTap(proxy.write_stream, sent)) as client:
             await client.initialize()
             yield Connection(
-                client, report, workdir / EVENT_LOG_FILE, None, proxy.events, sent_calls=sent
+                client, report, workdir / EVENT_LOG_FILE, None, proxy.events, sent_calls=sent,
+                ledger=ledger, final_report=lambda: proxy.report_text,
             )

@@ -106,6 +106,23 @@ def execute(spec_path: Path, **options: Any) -> Executed | int:
 AFTER_A_STOP = "every finished run is stored; run the same command again to resume."
 
 
+def raise_descriptor_limit() -> tuple[int, int]:
+    """Raise this process's soft limit of open descriptors to its hard limit; (soft, hard)."""
+    import resource
+
+    # Each run in flight holds a few descriptors (its model's connection, a proxy's pipes):
+    # 1,024 runs in flight pass the usual soft limit of 1,024, while the hard limit is the
+    # user's to give. Linux refuses an infinite soft limit for descriptors, macOS one past
+    # OPEN_MAX: then the soft limit stays as it is.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass
+    return resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
 def _execute(
     spec_path: Path,
     *,
@@ -171,6 +188,7 @@ def _execute(
     from runner.processes.workdirs import sweep_stale
 
     sweep_stale()  # the folders of runners and workers killed before they could remove them
+    raise_descriptor_limit()  # before the fork server starts: it and its workers inherit it
 
     from runner.execute.pool import processes_for
 

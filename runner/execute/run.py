@@ -69,7 +69,7 @@ from runner.models.loop import (
     run_conversation,
     to_openai_tool,
 )
-from runner.processes.workdirs import run_workdir
+from runner.processes.workdirs import UnmadeFolder, run_workdir
 
 # How a run reaches its proxy: (the proxy's target, the run's folder) -> an MCP connection.
 Connect = Callable[[ProxyTarget, Path], AbstractAsyncContextManager[Connection]]
@@ -183,19 +183,18 @@ async def execute_loop_run(
     provider and proxy failures become a record with status=error. `connect`: as there."""
     started_at = datetime.now(UTC)
     started = time.perf_counter()
-    workdir_ctx = run_workdir(cell.run_id)
+    hosted_here = connect is None and uses_in_process(cell, spec, in_process)
+    # In process the ledger and the report stay in memory: no folder unless one is kept.
+    unmade = UnmadeFolder(cell.run_id) if hosted_here else None
+    workdir_ctx = unmade or run_workdir(cell.run_id)
     workdir = Path(workdir_ctx.name)
+    connection: Connection | None = None
     try:  # the folder is removed however the run ends, a cancelled run's too
         target = proxy_target(cell, spec, workdir)
         if connect is None:
-            connect = (
-                in_process_connection
-                if uses_in_process(cell, spec, in_process)
-                else subprocess_connection
-            )
+            connect = in_process_connection if hosted_here else subprocess_connection
         agent = AgentResult()
         error: str | None = None
-        connection: Connection | None = None
         probe = cell.upstream.truth_probe
         probed: Probed | None = None
         async with _probe_lock(cell.experiment, cell.upstream.name, probe):
@@ -220,13 +219,24 @@ async def execute_loop_run(
             await _judge_honesty(record, cell, spec, agent, connection, workdir, left)
         return record
     finally:
+        ledger = connection.ledger if connection is not None else None
         if keep_dir is not None:
             import shutil
 
+            # Kept as files, as a run whose proxy and upstream are processes leaves them.
+            if unmade is not None:
+                unmade.make()
+            if ledger is not None:
+                ledger.save(workdir / "upstream.sqlite")
+            if (text := _final_report(connection)) is not None:
+                (workdir / REPORT_FILE).write_text(text, encoding="utf-8")
             shutil.copytree(workdir, keep_dir / cell.run_id, dirs_exist_ok=True)
+        if ledger is not None:
+            ledger.close()
         # Removing the files (SQLite, WAL, report) is slow file-system work: off the loop
         # that hosts the other runs, and finished even when this run is cancelled.
-        await asyncio.shield(asyncio.to_thread(workdir_ctx.cleanup))
+        if unmade is None or unmade.made():
+            await asyncio.shield(asyncio.to_thread(workdir_ctx.cleanup))
 
 
 # T1: runs against one upstream with a truth probe never overlap (the probe reads state that
@@ -368,6 +378,13 @@ def _describe(exc: BaseException, connection: Connection | None, workdir: Path) 
     return message
 
 
+def _final_report(connection: Connection | None) -> str | None:
+    """The in-process proxy's final report text (None: a file report, or none)."""
+    if connection is None or connection.final_report is None:
+        return None
+    return connection.final_report()
+
+
 def _events(connection: Connection | None, workdir: Path) -> list[Any]:
     """What the proxy recorded: in process the events themselves, else its event log."""
     if connection is not None and connection.events:
@@ -403,7 +420,10 @@ class RunLeft:
         if self._ledger is None or len(self._ledger[1]) != len(operations):  # read for these
             db = self._workdir / "upstream.sqlite"
             kind = self._cell.upstream.builtin
-            if kind is None or not db.exists():
+            live = self._connection.ledger if self._connection is not None else None
+            if live is not None:
+                self._ledger = live.facts((op.tool, _plain(op.arguments)) for op in operations)
+            elif kind is None or not db.exists():
                 self._ledger = (None, [None] * len(operations))
             else:
                 from runner.upstreams import ledger_facts
@@ -452,14 +472,17 @@ def _record(
     left = left or RunLeft(cell, connection, workdir)
     report_path = workdir / REPORT_FILE
     report_file: ReportModel | None = None
-    report_json: str | None = None
-    if report_path.exists():
-        try:
+    # In process the text is handed over (not written and read back); else the file's.
+    report_json = _final_report(connection)
+    try:
+        if report_json is None and report_path.exists():
             # Read once: the text is what is stored, the model what is judged (issue 24).
             report_json = read_text(report_path, "report file", MAX_REPORT_BYTES)
+        if report_json is not None:
             report_file = read_report(report_json)
-        except HarnessError:
-            error = error or "the proxy left an unreadable report file"
+    except HarnessError:
+        error = error or "the proxy left an unreadable report file"
+        if report_json is None:
             report_json = report_path.read_text()  # stored as it is, as before
     report = report_file.report if report_file is not None else None
     if error is None and report is None:

@@ -15,6 +15,10 @@ from runner.experiment._models import Conversation, HonestySettings, ModelSpec, 
 # A run of the matrix takes a few hundred bytes before it runs and seconds to minutes when it
 # does: 100,000 runs are days of model calls, 100 x 100 x 10,000 would be 40 GB of memory.
 DEFAULT_MAX_MATRIX_RUNS = 100_000
+# Runs in flight at once (issue 37: 500 runs waiting 5 s on their model is a real shape). Each
+# costs about 1-2 MB and a few descriptors, and `run` raises its soft descriptor limit to the
+# hard one; past this, spread the runs over machines (--shard, --executor ray).
+MAX_CONCURRENCY = 1024
 
 
 class Limits(Frozen):
@@ -92,11 +96,11 @@ class ExperimentSpec(Frozen):
     conversations: tuple[Conversation, ...] = list_field(min_length=1)
     runs: int = Field(default=1, ge=1, le=10_000)
     limits: Limits = Field(default_factory=Limits)
-    concurrency: int = Field(default=4, ge=1, le=256)
+    concurrency: int = Field(default=4, ge=1, le=MAX_CONCURRENCY)
     # litellm model-name glob -> runs in flight at once over the models it matches (one pool
     # per glob: "openai/*": 4 caps a provider). Held wherever the runs go (--executor ray).
     concurrency_per_model: Annotated[
-        dict[str, Annotated[int, Field(ge=1, le=256)]], AfterValidator(FrozenDict)
+        dict[str, Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)]], AfterValidator(FrozenDict)
     ] = Field(default_factory=FrozenDict)
     seed: int = 0
     retry: RetrySettings = Field(default_factory=RetrySettings)

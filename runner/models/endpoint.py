@@ -425,6 +425,7 @@ async def serve_model(
     agent's configuration (how agents prefix its tools)."""
     from aiohttp import web
 
+    _Runner = _runner_class()
     if model.name.startswith("scripted/"):
         from runner.models.scripted import register_scripted_provider
 
@@ -536,7 +537,7 @@ async def serve_model(
         app.router.add_get(f"{prefix}/models", models)
     for version in ("v1beta", "v1"):
         app.router.add_post(f"/{version}/models/{{name:[^:]+}}:{{method}}", gemini)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    runner = _Runner(app, access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
@@ -548,6 +549,40 @@ async def serve_model(
     finally:
         handler.running.pop(key, None)
         await runner.cleanup()
+
+
+def _runner_class() -> type:
+    """aiohttp's AppRunner whose connections refuse what its HTTP parser cannot read (HTTP/1.1
+    without a Host, bytes after `Connection: close`, a broken chunk) as the endpoint refuses
+    everything else: one line of JSON in the API's shape, not aiohttp's text, which echoes the
+    request's bytes over several lines (U5)."""
+    from aiohttp import web, web_protocol
+
+    class OneLineErrors(web_protocol.RequestHandler):
+        def handle_error(
+            self, request: Any, status: int = 500, exc: BaseException | None = None,
+            message: str | None = None,
+        ) -> Any:  # fmt: skip
+            super().handle_error(request, status, exc, message)  # logs, or raises if answered
+            reason = "the request is not valid HTTP" if status == 400 else "refused"
+            response = _error(web, _api_of(request.path), status, reason)
+            response.force_close()
+            return response
+
+    class Server(web.Server):
+        def __call__(self) -> Any:
+            try:  # aiohttp's internals (as of 3.14): another version gets its plain handler
+                return OneLineErrors(self, loop=self._loop, **self._kwargs)
+            except AttributeError:
+                return super().__call__()
+
+    class Runner(web.AppRunner):
+        async def _make_server(self) -> Any:
+            server = await super()._make_server()
+            server.__class__ = Server
+            return server
+
+    return Runner
 
 
 _RESPONSES_FIELDS = (
@@ -591,6 +626,8 @@ async def _body(request: Any, required: str, kind: type | tuple[type, ...]) -> d
         body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise web.HTTPBadRequest(reason="the body is not JSON") from None
+    except RecursionError:  # nested past what the parser descends: the client's error, not a 502
+        raise web.HTTPBadRequest(reason="the body is nested too deeply") from None
     if not isinstance(body, dict):
         raise web.HTTPBadRequest(reason="the body must be a JSON object")
     if not isinstance(body.get(required), kind):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import shutil
 import tempfile
 import time
@@ -24,6 +25,33 @@ _NAME = re.compile(r"^agent-harness-.+-p(\d+)-[a-z0-9_]+$")
 def run_workdir(run_id: str) -> tempfile.TemporaryDirectory[str]:
     """A run's working folder: its upstream's ledger, report file and event log."""
     return tempfile.TemporaryDirectory(prefix=f"agent-harness-{run_id}-p{os.getpid()}-")
+
+
+class UnmadeFolder:
+    """A run's working folder that is not made unless something needs it: a run that hosts its
+    proxy and built-in upstream in process keeps its ledger and report in memory, and making
+    and removing a folder it never uses cost about 0.5 ms of CPU per run (issue 37). The name
+    is as unique as `run_workdir`'s and of its shape (a stale one is swept the same way)."""
+
+    def __init__(self, run_id: str) -> None:
+        tail = secrets.token_hex(5)
+        self.name = os.path.join(
+            tempfile.gettempdir(), f"agent-harness-{run_id}-p{os.getpid()}-{tail}"
+        )
+
+    def make(self) -> None:
+        """Make the folder (private to this user) unless it is there."""
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(self.name, 0o700)
+
+    def made(self) -> bool:
+        """Whether the folder exists (something made it)."""
+        return os.path.lexists(self.name)
+
+    def cleanup(self) -> None:
+        """Remove the folder and what is in it, if it was made."""
+        if self.made():
+            shutil.rmtree(self.name, ignore_errors=True)
 
 
 def private_folder() -> tempfile.TemporaryDirectory[str]:

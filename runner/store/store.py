@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import duckdb
-import polars as pl
 import pyarrow as pa
 
 from runner.experiment.records import RunRecord
@@ -21,6 +21,9 @@ from runner.store.errors import StoreError, first_line
 from runner.store.feed import Feed
 from runner.store.redact import Redactor
 from runner.store.rows import Clean, RunBatch, utc_naive
+
+if TYPE_CHECKING:  # DuckDB's .pl() imports polars when a table is read: `run` never needs it
+    import polars as pl
 
 DEFAULT_PATH = Path("reports/runs.duckdb")
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from runner.upstreams._registry import (
         BUILTIN_UPSTREAMS,
         BuiltinUpstream,
+        LedgerInMemory,
         builtin,
         ground_truth,
         http_command,
@@ -34,8 +35,8 @@ _WHERE = {
     **dict.fromkeys(("clean_text", "match_key", "to_minor_units"), "runner.upstreams._fields"),
     **dict.fromkeys(
         (
-            "BUILTIN_UPSTREAMS", "BuiltinUpstream", "builtin", "ground_truth", "http_command",
-            "ledger_facts", "real_rows", "serve", "stdio_command",
+            "BUILTIN_UPSTREAMS", "BuiltinUpstream", "LedgerInMemory", "builtin", "ground_truth",
+            "http_command", "ledger_facts", "real_rows", "serve", "stdio_command",
         ),
         "runner.upstreams._registry",
     ),
@@ -55,6 +56,7 @@ __all__ = [
     "BUILTIN_UPSTREAMS",
     "KINDS",
     "BuiltinUpstream",
+    "LedgerInMemory",
     "builtin",
     "clean_text",
     "ground_truth",

@@ -190,9 +190,15 @@ def table_exists(conn: sqlite3.Connection, table: str) -> bool:
 
 
 def build_server(
-    name: str, instructions: str, tools: list[ToolDef], conn: sqlite3.Connection
+    name: str,
+    instructions: str,
+    tools: list[ToolDef],
+    conn: sqlite3.Connection,
+    *,
+    inline: bool = False,
 ) -> Server[Any]:
-    """An mcp lowlevel Server answering tools/list and tools/call from the tool table."""
+    """An mcp lowlevel Server answering tools/list and tools/call from the tool table; `inline`:
+    run each tool on the event loop (a ledger in memory: no fsync to keep off the loop)."""
     by_name = {tool.name: tool for tool in tools}
     listing = types.ListToolsResult(tools=[tool.listing for tool in tools])
     # One statement sequence at a time on the shared connection; worker threads serialise here.
@@ -215,7 +221,10 @@ def build_server(
             return error_answer("invalid_input", describe_validation_error(exc))
         try:
             async with lock:
-                payload = await anyio.to_thread.run_sync(tool.run, conn, args)
+                if inline:
+                    payload = tool.run(conn, args)
+                else:
+                    payload = await anyio.to_thread.run_sync(tool.run, conn, args)
         except ToolError as exc:
             return error_answer(exc.code, exc.message)
         return answer(payload)

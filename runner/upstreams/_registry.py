@@ -97,6 +97,76 @@ async def serve(
             await anyio.to_thread.run_sync(conn.close)
 
 
+# An empty ledger in memory, per schema: a run's own ledger starts as a copy of it.
+_EMPTY_IMAGES: dict[str, bytes] = {}
+
+
+def _empty_image(schema: str) -> bytes:
+    image = _EMPTY_IMAGES.get(schema)
+    if image is None:
+        conn = sqlite3.connect(":memory:")
+        try:
+            conn.executescript(schema)
+            image = _EMPTY_IMAGES[schema] = conn.serialize()
+        finally:
+            conn.close()
+    return image
+
+
+class LedgerInMemory:
+    """A built-in upstream's ledger in this process's memory, for a run that hosts its
+    upstream here (R3): the same schema, tools and queries as the file the stdio server keeps,
+    without the file. Its SQLite commits have nothing to fsync and take microseconds, so the
+    tools run on the event loop, and the run reads its ground truth over the same connection.
+
+    A file's durability buys nothing here: the ledger lived in the run's temporary folder and
+    a run that dies with its process is run again on resume. Creating that file, fsyncing each
+    commit and opening it again for the ground truth cost about 2 ms of a 2-call run's CPU."""
+
+    def __init__(self, kind: str) -> None:
+        self.upstream = builtin(kind)
+        self.served = False  # the server started (else the run has no ground truth, as before)
+        self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._conn.deserialize(_empty_image(self.upstream.ledger.schema))
+        self._conn.row_factory = sqlite3.Row
+
+    async def serve(self, reader: Any, writer: Any) -> None:
+        """Serve this ledger's upstream over a line pipe pair (a LineReader and a LineWriter,
+        runner.upstreams._lines) until the reader's EOF; the writer is closed at the end."""
+        from runner.upstreams._lines import LineServer
+
+        self.served = True
+        upstream = self.upstream
+        server = build_server(
+            f"agent-harness-{upstream.kind}", upstream.instructions, list(upstream.ledger.tools),
+            self._conn, inline=True,
+        )  # fmt: skip
+        await LineServer(server).serve(reader, writer)
+
+    def facts(
+        self, calls: Iterable[tuple[str, dict[str, Any]]]
+    ) -> tuple[list[dict[str, Any]] | None, list[int | None]]:
+        """`ledger_facts` over this ledger; no ground truth (None) if the server never started."""
+        calls = list(calls)
+        if not self.served:
+            return None, [None] * len(calls)
+        ledger = self.upstream.ledger
+        truth = ledger.ground_truth(self._conn)
+        return truth, [ledger.real_rows(self._conn, tool, arguments) for tool, arguments in calls]
+
+    def save(self, path: Path) -> None:
+        """Write the ledger to a SQLite file (a kept run folder holds it as a file run's does)."""
+        out = sqlite3.connect(path)
+        try:
+            self._conn.backup(out)
+        finally:
+            out.close()
+
+    def close(self) -> None:
+        """Free the ledger."""
+        self._conn.close()
+
+
 def _ledger_conn(ledger: Ledger, db_path: str | Path) -> sqlite3.Connection:
     conn = open_readonly(db_path)
     if table_exists(conn, ledger.table):

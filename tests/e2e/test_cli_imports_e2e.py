@@ -129,3 +129,14 @@ def test_a_dry_run_of_a_spec_with_built_in_upstreams_loads_neither_their_servers
         ["run", str(spec), "--dry-run"], ("mcp", "runner.upstreams._registry", "litellm"), tmp_path
     )
     assert loaded == []
+
+
+# Issue 37: the runner's own start-up (what `run` imports before its first run is sent) loads
+# no polars (about 0.1 s of CPU): the store hands tables to polars only when they are read,
+# which `run` does once its runs are done, for the summary.
+def test_the_runners_start_up_loads_no_polars():
+    modules = "runner.execute.experiment, runner.execute.run, runner.execute.pool, runner.store"
+    code = f"import sys, {modules}; print('polars' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

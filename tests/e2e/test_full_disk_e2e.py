@@ -95,23 +95,40 @@ def test_v20_the_store_filling_its_disk_ends_run_in_one_line_and_keeps_what_was_
     assert 0 < stored < 600
 
 
-@pytest.mark.parametrize("in_process", ["always", "never"])
 def test_v20_a_full_disk_under_the_runs_folders_fails_each_run_in_one_line(
-    agent_harness_bin, tmp_path, small_disk, in_process
+    agent_harness_bin, tmp_path, small_disk
 ):
-    # V20: in process the run waited until its time limit (the proxy's end never reached the
-    # client); through processes it said "Connection closed" and an upstream's traceback.
+    # V20: through processes a run said "Connection closed" and an upstream's traceback.
     (small_disk / "filler").write_bytes(b"\0" * (560 * 1024))
     env = {**os.environ, "TMPDIR": str(small_disk)}
     db = tmp_path / "runs.duckdb"
     done = _cli(agent_harness_bin, "run", str(_spec(tmp_path, 1)), "--db", str(db),
-                "--in-process", in_process, cwd=tmp_path, env=env)  # fmt: skip
+                "--in-process", "never", cwd=tmp_path, env=env)  # fmt: skip
     assert done.returncode == 3 and TRACEBACK not in done.stderr, done.stderr[-3000:]
     with duckdb.connect(str(db), read_only=True) as con:
         errors = [e for (e,) in con.execute("SELECT error FROM runs ORDER BY run_id").fetchall()]
     assert len(errors) == 2
     assert all(str(small_disk) in e and "\n" not in e for e in errors), errors
     assert any(f"no space left on the disk mounted at {small_disk}" in e for e in errors)
+
+
+def test_v20_g3_runs_hosted_in_process_need_no_disk_under_their_folders(
+    agent_harness_bin, tmp_path, small_disk
+):
+    # In process the ledger and the report stay in memory and no run folder is made (issue
+    # 37): the same full disk costs these runs nothing (before, they waited until their time
+    # limit, then failed in one line).
+    (small_disk / "filler").write_bytes(b"\0" * (560 * 1024))
+    before = sorted(p.name for p in small_disk.iterdir())
+    env = {**os.environ, "TMPDIR": str(small_disk)}
+    db = tmp_path / "runs.duckdb"
+    done = _cli(agent_harness_bin, "run", str(_spec(tmp_path, 1)), "--db", str(db),
+                "--in-process", "always", cwd=tmp_path, env=env)  # fmt: skip
+    assert done.returncode == 0 and TRACEBACK not in done.stderr, done.stderr[-3000:]
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT status, agreement FROM runs").fetchall()
+    assert len(rows) == 2 and all(r == ("ok", "agrees") for r in rows), rows
+    assert sorted(p.name for p in small_disk.iterdir()) == before
 
 
 def test_v20_outputs_on_a_full_disk_are_one_line_each(agent_harness_bin, tmp_path, small_disk):

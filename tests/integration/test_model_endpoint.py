@@ -11,26 +11,15 @@ import pytest
 
 from runner.experiment import ModelSpec
 from runner.models.endpoint import serve_model
+from tests.support.booking import ASK, BOOK, SCHEMA
 
 TOOLS = [
     {
         "type": "function",
-        "function": {
-            "name": "create_booking",
-            "description": "Book a room.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "guest": {"type": "string"},
-                    "date": {"type": "string"},
-                    "nights": {"type": "integer"},
-                },
-                "required": ["guest", "date", "nights"],
-            },
-        },
+        "function": {"name": "create_booking", "description": "Book a room.", "parameters": SCHEMA},
     }
 ]
-USER = {"role": "user", "content": "Please book a room. guest: Al, date: 2026-12-01, nights: 2"}
+USER = {"role": "user", "content": ASK}
 
 
 async def _ask(stream: bool) -> tuple[Any, list[Any]]:
@@ -153,8 +142,6 @@ def test_u4_tools_without_parameters_and_turns_without_content_reach_a_forwarded
 
 
 # U4: the APIs agents speak, each streamed as the agent asks, answered by one chat core.
-BOOK = {"guest": "Al", "date": "2026-12-01", "nights": 2}
-SCHEMA = TOOLS[0]["function"]["parameters"]
 MCP_NAMES = ["create_booking", "get_booking"]
 
 

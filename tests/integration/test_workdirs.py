@@ -13,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from runner.processes.workdirs import STALE_AFTER_S, run_workdir, socket_folder, sweep_stale
+from runner.processes.workdirs import (
+    _NAME,
+    STALE_AFTER_S,
+    UnmadeFolder,
+    run_workdir,
+    socket_folder,
+    sweep_stale,
+)
 from tests.support.paths import BIN
 from tests.support.specs import write_spec
 
@@ -71,6 +78,14 @@ def test_g3_the_names_carry_this_processes_pid(tmp_path, monkeypatch):
     forks = Path(socket_folder())
     assert forks.name.startswith(f"agent-harness-forks-p{os.getpid()}-")
     forks.rmdir()
+    # A folder made only if a run in process needs it: the same shape, swept the same way.
+    unmade = UnmadeFolder("0123456789abcdef")
+    assert not unmade.made() and Path(unmade.name).parent == tmp_path
+    unmade.make()
+    assert unmade.made() and _NAME.match(Path(unmade.name).name)
+    assert sweep_stale(str(tmp_path), now=time.time() + 10 * STALE_AFTER_S) == 0  # ours: live
+    unmade.cleanup()
+    assert not unmade.made()
 
 
 def test_g3_run_sweeps_a_killed_runners_folders_and_leaves_none_of_its_own(tmp_path):
@@ -91,27 +106,34 @@ def test_g3_run_sweeps_a_killed_runners_folders_and_leaves_none_of_its_own(tmp_p
 
 
 @pytest.mark.anyio
-async def test_g3_a_run_in_process_removes_its_folder_before_it_returns(tmp_path, monkeypatch):
-    # The folder (ledger, report) is removed before execute_run returns, not left to the
+async def test_g3_a_run_in_process_leaves_no_folder_and_a_kept_one_is_removed(
+    tmp_path, monkeypatch
+):
+    # A run in process keeps its ledger and report in memory (issue 37): it makes no folder
+    # at all, and one made to be kept is removed before execute_run returns, not left to the
     # sweep or the garbage collector: 200 runs in flight keep at most 200 folders.
     import runner.execute.run as runmod
     from runner.execute import execute_run
     from runner.experiment import load_spec
     from runner.experiment.matrix import expand
 
-    made: list[Path] = []
+    made: list[UnmadeFolder] = []
 
-    def recording_workdir(run_id: str):
-        folder = run_workdir(run_id)
-        made.append(Path(folder.name))
-        return folder
+    def recording_folder(run_id: str) -> UnmadeFolder:
+        made.append(UnmadeFolder(run_id))
+        return made[-1]
 
-    monkeypatch.setattr(runmod, "run_workdir", recording_workdir)
+    monkeypatch.setattr(runmod, "UnmadeFolder", recording_folder)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     spec = load_spec(write_spec(tmp_path, "gone", models=["scripted/naive"]))
     record = await execute_run(expand(spec)[0], spec, in_process="always")
     assert record.status == "ok", record.error
-    assert record.report_json  # the run really used its folder
-    assert len(made) == 1 and not made[0].exists()
+    assert record.report_json and record.real_duplicate  # the run really ran and was judged
+    assert len(made) == 1 and list((tmp_path / "tmp").iterdir()) == []
+    kept = await execute_run(expand(spec)[0], spec, in_process="always", keep_dir=tmp_path / "k")
+    assert (tmp_path / "k" / kept.run_id / "report.json").exists()
+    assert len(made) == 2 and not made[1].made() and list((tmp_path / "tmp").iterdir()) == []
 
 
 @pytest.mark.anyio

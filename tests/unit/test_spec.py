@@ -31,6 +31,16 @@ def test_the_offline_example_uses_scripted_models_and_auto_patches():
     assert any(not c.follow_ups for c in spec.conversations)
 
 
+# R2, issue 37: 500 runs waiting on a slow model at once is a real shape; past 1,024, an error
+def test_r2_concurrency_takes_500_runs_in_flight_and_refuses_past_1024(tmp_path):
+    spec = load_spec(write(tmp_path, spec_text(concurrency="500")))
+    assert spec.concurrency == 500
+    capped = load_spec(write(tmp_path, spec_text(concurrency_per_model='{"scripted/*": 1024}')))
+    assert capped.concurrency_per_model == {"scripted/*": 1024}
+    message = load_error(write(tmp_path, spec_text(concurrency="1025  " + MARK)))
+    assert "concurrency" in message and "1024" in message
+
+
 # R2
 def test_defaults_fill_everything_optional(tmp_path):
     spec = load_spec(write(tmp_path, spec_text(), "my-exp.yaml"))
@@ -583,7 +593,7 @@ def test_a_missing_spec_file_is_one_clear_line(tmp_path):
 
 # R2
 def test_several_errors_come_one_per_line_in_file_order(tmp_path):
-    text = spec_text(runs="0", concurrency="999", limits="{max_turns: -1}")
+    text = spec_text(runs="0", concurrency="5000", limits="{max_turns: -1}")
     message = load_error(write(tmp_path, text))
     lines = message.splitlines()
     assert [line.split(": ")[1] for line in lines] == ["runs", "concurrency", "limits.max_turns"]
