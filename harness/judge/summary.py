@@ -555,6 +555,13 @@ class ReportText:
             self.score_json = _dumps(self._score)
         return dict(self._score)
 
+    def verdict_now(self) -> tuple[Verdict, dict[str, Any]]:
+        """(verdict, score) as the report says them, without building the report: what a
+        one-line summary needs (Q3), at a cost that does not grow with the session (N1)."""
+        self.judge.refresh()
+        v = verdict(self.judge)
+        return v, self._score_now(v)
+
     def render(self) -> tuple[str, Verdict, dict[str, Any]]:
         """(report JSON text, verdict, score)."""
         pieces, v, s = self.render_pieces()

@@ -224,7 +224,7 @@ def _said(code: int, session: Session, config: ProxyConfig) -> int:
             if config.event_log
             else "none written" + ("" if config.default_report else " (--no-report-file)")
         )
-        log(verdict_line(session.judgement(), where))
+        log(verdict_line(*session.verdict(), where))
     return code
 
 

@@ -16,8 +16,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.judge.summary import Verdict
 
 
 def state_folder() -> Path:
@@ -34,12 +38,11 @@ def default_report_path(now: float | None = None, pid: int | None = None) -> Pat
     return folder / f"proxy-{stamp}-{pid or os.getpid()}.json"
 
 
-def verdict_line(judgement: Any, where: str) -> str:
-    """`verdict: FAIL, score 31/100: <why>; report: PATH`, from the session's judgement;
-    `where`: the report file, or why there is none."""
-    report, score = judgement.report, judgement.score
-    verdict = report.get("verdict", "NOT_TESTED")
+def verdict_line(v: Verdict, score: Mapping[str, Any], where: str) -> str:
+    """`verdict: FAIL, score 31/100: <why>; report: PATH`, from the session's verdict and score
+    (`Session.verdict`: not the whole report, which a long session would build only to say one
+    line); `where`: the report file, or why there is none."""
     overall = score.get("overall")
     scored = f", score {overall}/100" if isinstance(overall, int) else " (no score)"
-    reason = str(report.get("verdictReason") or "").rstrip(".")
-    return f"verdict: {verdict}{scored}: {reason}; report: {where}"
+    reason = v.reason.rstrip(".")
+    return f"verdict: {v.verdict}{scored}: {reason}; report: {where}"

@@ -21,6 +21,7 @@ from harness.base import jsonutil
 from harness.events import AnswerSource, Event, UpstreamStatus, _Event
 from harness.faults import Fault, FaultPlan, PlanConfig
 from harness.judge import Judge, ReportText
+from harness.judge.summary import Verdict
 from harness.judge.written_errors import refusal_in
 from harness.operations.classify import Classification, ClassifierConfig
 from harness.report.judgement import Judgement, judgement_of, tool_classification
@@ -249,6 +250,10 @@ class Session:
 
     def judgement(self) -> Judgement:
         return judgement_of(self.judge)
+
+    def verdict(self) -> tuple[Verdict, dict[str, Any]]:
+        """(verdict, score) now, without the whole report that `judgement` builds."""
+        return self.text.verdict_now()
 
     def fail(self, reason: str) -> None:
         """E10: the record of this run is incomplete (its event log could not be written): every
