@@ -242,13 +242,18 @@ def split(runs: int) -> tuple[float, Counter[str], Counter[str]]:
         async def sweep() -> tuple[float, Sampler]:
             with Store.open(Path(tmp) / "warm.duckdb") as store:  # the first runs load modules
                 await run_sweep(loaded, cells[:20], store, resume=False)
+            bad: list[str | None] = []  # the errors of the runs that failed
+
+            def failed(_progress: Any, record: Any) -> None:
+                if record.status != "ok":
+                    bad.append(record.error)
+
             with Store.open(Path(tmp) / "runs.duckdb") as store:
                 with Sampler() as sampler:
                     cpu = time.process_time()
-                    result = await run_sweep(loaded, cells, store, resume=False)
+                    result = await run_sweep(loaded, cells, store, resume=False, on_progress=failed)
                     cpu = time.process_time() - cpu
-            bad = [r.error for r in result.records if r.status != "ok"]
-            if bad or len(result.records) != runs:
+            if bad or result.ran != runs:
                 raise SystemExit(f"{len(bad)} runs failed: {bad[:3]}")
             return cpu, sampler
 

@@ -65,12 +65,16 @@ def sweep(spec: Any, cells: list, db: Path, concurrency: int, execute: Any = Non
     from runner.store import Store
 
     extra = {"execute": execute} if execute is not None else {}
+    records: list[Any] = []  # the sweep keeps none (issue 37)
     with Store.open(db) as store:
         t0, cpu0 = time.perf_counter(), time.process_time()
-        result = asyncio.run(
-            run_sweep(spec, cells, store, concurrency=concurrency, resume=False, **extra)
-        )
-        return time.perf_counter() - t0, time.process_time() - cpu0, result.records
+        asyncio.run(
+            run_sweep(
+                spec, cells, store, concurrency=concurrency, resume=False,
+                on_progress=lambda _progress, record: records.append(record), **extra,
+            )
+        )  # fmt: skip
+        return time.perf_counter() - t0, time.process_time() - cpu0, records
 
 
 def on_ray(nodes: int, cpus: int, niceness: int, spec: Any, cells: list, db: Path) -> tuple:

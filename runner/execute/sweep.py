@@ -99,7 +99,12 @@ class Progress:
 
 @dataclass
 class SweepResult:
-    records: list[RunRecord] = field(default_factory=list)
+    """What a sweep did, in counts: the runs themselves are in the store (issue 37: a record
+    kept per finished run grew the runner by ~9 KB a run; a caller that wants the records
+    takes them from `on_progress`)."""
+
+    ran: int = 0  # runs executed and stored by this sweep
+    errors: int = 0  # of them, runs with status=error
     resumed: int = 0  # runs found finished in the store and skipped
     blocked: list[str] = field(default_factory=list)  # why some runs could not start
     budget_stop: bool = False
@@ -233,7 +238,9 @@ async def run_sweep(
         if c.patch.kind == "none":
             unpatched[c.group_id].add(c.run_id)
     waiting: dict[str, set[str]] = {}
-    emitted: dict[str, list[PatchRow]] = defaultdict(list)
+    # The patches each group's unpatched runs emitted, the first of each patch_id (what
+    # compose_patch_text uses): one per patch, not one per run, however many runs emit it.
+    emitted: dict[str, dict[str, PatchRow]] = defaultdict(dict)
     ready: dict[str, asyncio.Event] = {}
     todo_ids = {c.run_id for c in todo}
     for c in todo:
@@ -251,7 +258,7 @@ async def run_sweep(
             continue
         done_before = group & finished
         if done_before:
-            emitted[c.group_id] += _stored_patches(store, sorted(done_before))
+            _first_of_each(emitted[c.group_id], _stored_patches(store, sorted(done_before)))
         waiting[c.group_id] = group - done_before
         if not waiting[c.group_id]:
             ready[c.group_id].set()
@@ -287,7 +294,7 @@ async def run_sweep(
         patch_text: str | None = None
         if cell.patch.kind == "auto":
             await ready[cell.group_id].wait()
-            patch_text = compose_patch_text(emitted[cell.group_id])
+            patch_text = compose_patch_text(list(emitted[cell.group_id].values()))
         elif cell.patch.kind == "text":
             patch_text = cell.patch.text
         # The model's caps first: a run waiting for its model holds no place that another
@@ -323,9 +330,8 @@ async def run_sweep(
         result.cost_usd += record.honesty_cost_usd or 0.0
         # The last unpatched run of a group releases its `auto` runs: not kept in the window.
         await writer.save(record, urgent=waiting.get(cell.group_id) == {cell.run_id})
-        result.records.append(record)
         if cell.patch.kind == "none":
-            emitted[cell.group_id] += record.patches
+            _first_of_each(emitted[cell.group_id], record.patches)
             unpatched_done(cell)
         progress.finished(record)
         if on_progress is not None:
@@ -334,17 +340,50 @@ async def run_sweep(
     # Runs executing in this process: a lighter collector (runner.execute.collector); the
     # worker processes of a pool set theirs up themselves.
     lighter = fewer_collections() if execute is execute_here else contextlib.nullcontext()
-    tasks = [asyncio.create_task(one(c)) for c in todo]
+    tasks = {asyncio.create_task(one(c)) for c in todo}  # the runs not ended (`_all_ended`)
     try:
         with lighter:
-            await asyncio.gather(*tasks)
+            await _all_ended(tasks)
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await writer.idle()
     result.gave_up = fail_fast.lines()
+    result.ran, result.errors = progress.done, progress.errors
     return result
+
+
+async def _all_ended(tasks: set[asyncio.Task[None]]) -> None:
+    """`asyncio.gather(*tasks)` that lets go of each task as it ends: the set keeps only those
+    not ended (issue 37: a finished run's task held its contextvars, anyio's TaskState and a
+    decimal context, ~1 KB a run until the sweep ended). The first exception is raised as
+    gather raises it; the tasks left are the caller's to cancel."""
+    if not tasks:
+        return
+    over = asyncio.get_running_loop().create_future()
+
+    def ended(task: asyncio.Task[None]) -> None:
+        tasks.discard(task)
+        failure = None if task.cancelled() else task.exception()  # retrieved: never logged
+        if over.done():
+            return
+        if task.cancelled():
+            over.cancel()
+        elif failure is not None:
+            over.set_exception(failure)
+        elif not tasks:
+            over.set_result(None)
+
+    for task in tasks:
+        task.add_done_callback(ended)
+    del task  # else this frame holds the last one until the sweep ends
+    await over
+
+
+def _first_of_each(kept: dict[str, PatchRow], patches: list[PatchRow]) -> None:
+    for p in patches:
+        kept.setdefault(p.patch_id, p)
 
 
 def _stored_patches(store: Any, run_ids: list[str]) -> list[PatchRow]:

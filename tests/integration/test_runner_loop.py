@@ -10,9 +10,11 @@ from the upstream's SQLite file, kept after the run, with plain SQL.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import sqlite3
+import weakref
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +28,7 @@ from litellm.llms.custom_llm import CustomLLM  # noqa: E402
 
 import runner.execute.run as run_module  # noqa: E402
 from runner.execute import execute_run, run_sweep  # noqa: E402
+from runner.execute.sweep import execute_here  # noqa: E402
 from runner.experiment import ExperimentSpec, load_spec  # noqa: E402
 from runner.experiment.matrix import RunCell, expand  # noqa: E402
 from runner.experiment.records import RunRecord  # noqa: E402
@@ -436,7 +439,7 @@ async def test_failing_model_run_is_stored_as_error_and_the_sweep_goes_on(
         result = await run_sweep(spec, cells, store, in_process="always")
         rows = store.load_runs("loop").sort("model", "run_id")
 
-        assert len(result.records) == 4 and rows.height == 4
+        assert (result.ran, result.errors) == (4, 2) and rows.height == 4
         failed = rows.filter(rows["model"] == "failing/rate-limited")
         passed = rows.filter(rows["model"] == "scripted/careful")
         assert failed["status"].to_list() == ["error", "error"]
@@ -448,10 +451,14 @@ async def test_failing_model_run_is_stored_as_error_and_the_sweep_goes_on(
 
         # Resume keeps the error runs unless asked to retry them; then only they run again.
         again = await run_sweep(spec, cells, store, in_process="always")
-        assert again.resumed == 4 and again.records == []
-        retried = await run_sweep(spec, cells, store, in_process="always", retry_errors=True)
-        assert retried.resumed == 2
-        assert {r.model for r in retried.records} == {"failing/rate-limited"}
+        assert again.resumed == 4 and again.ran == 0
+        models: list[str] = []
+        retried = await run_sweep(
+            spec, cells, store, in_process="always", retry_errors=True,
+            on_progress=lambda _progress, record: models.append(record.model),
+        )  # fmt: skip
+        assert retried.resumed == 2 and retried.ran == 2
+        assert set(models) == {"failing/rate-limited"}
         assert store.count("runs") == 4
 
 
@@ -534,6 +541,58 @@ async def test_sweep_fails_loudly_when_the_store_cannot_write(tmp_path):  # R5
             )
         assert real.count("runs") == 0
 
+
+def live_records(run_ids: set[str]) -> int:
+    """RunRecords of these runs still reachable in this process (after a full collection)."""
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, RunRecord) and o.run_id in run_ids)
+
+
+async def test_n2_a_sweep_keeps_no_record_of_its_finished_runs(tmp_path):  # N2 R5
+    # Issue 37: the sweep's result held every finished run's record (transcript, operations,
+    # report), so the runner grew with the runs done. The store has them; the result counts.
+    spec = loop_spec(tmp_path, models=["scripted/careful"], runs=12, concurrency=3)
+    cells = expand(spec)
+    run_ids = {c.run_id for c in cells}
+    with Store.open(tmp_path / "runs.duckdb") as store:
+        result = await run_sweep(spec, cells, store, in_process="always")
+        # The result is held, the records are not: what a 100,000-run sweep keeps is counts.
+        assert live_records(run_ids) == 0
+        assert (result.ran, result.errors) == (12, 0) and store.count("runs") == 12
+
+
+
+async def test_n2_a_sweep_lets_go_of_a_run_task_once_it_ended(tmp_path):  # N2
+    # Issue 37: the sweep held every run's task until its end, and with it the task's context,
+    # anyio's TaskState and a decimal context (~1 KB a run). The second run waits (bounded)
+    # until the first run's task ended, then looks whether anything still holds that task.
+    spec = loop_spec(tmp_path, models=["scripted/careful"], runs=2, concurrency=2)
+    first, second = expand(spec)
+    ended = asyncio.Event()
+    first_task: list[weakref.ref[asyncio.Task[Any]]] = []
+    held: list[bool] = []
+
+    def on_progress(progress: Any, record: RunRecord) -> None:
+        if record.run_id == first.run_id:
+            task = asyncio.current_task()
+            assert task is not None
+            first_task.append(weakref.ref(task))
+            task.add_done_callback(lambda _task: ended.set())  # after the sweep's own callback
+
+    async def execute(cell: RunCell, spec: Any, patch_text: Any, in_process: Any) -> RunRecord:
+        if cell.run_id == second.run_id:
+            await asyncio.wait_for(ended.wait(), 60)
+            gc.collect()
+            held.append(first_task[0]() is not None)
+        return await execute_here(cell, spec, patch_text, in_process)
+
+    with Store.open(tmp_path / "runs.duckdb") as store:
+        result = await run_sweep(
+            spec, [first, second], store, in_process="always", execute=execute,
+            on_progress=on_progress,
+        )  # fmt: skip
+        assert held == [False]  # nothing held the first run's task once it ended
+        assert (result.ran, result.errors) == (2, 0) and store.count("runs") == 2
 
 # -- the agent's own tool timeout ------------------------------------------------------------------
 

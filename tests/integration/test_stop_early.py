@@ -69,7 +69,7 @@ async def test_m3_a_resumed_sweep_remembers_which_cells_were_decided(tmp_path):
         await run_sweep(spec, cells, store, in_process="always")
         again = await run_sweep(spec, cells, store, in_process="always")
         assert runs_per_cell(store) == {("scripted/naive", "none"): 5}
-    assert again.records == [] and again.stopped_early == 12 - 5
+    assert again.ran == 0 and again.stopped_early == 12 - 5
 
 
 @pytest.mark.parametrize(
