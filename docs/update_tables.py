@@ -1,6 +1,6 @@
 """Rewrite the generated blocks of the docs from the code: `make docs`.
 
-The fault table (README.md, docs/proxy.md) comes from the fault registry, `FAULTS` in
+The fault table (docs/proxy.md) comes from the fault registry, `FAULTS` in
 harness/faults/registry.py, and stands between `<!-- fault-table:begin -->` and
 `<!-- fault-table:end -->`. tests/unit/test_fault_table.py fails when a block differs.
 """
@@ -17,7 +17,7 @@ from harness.faults import fault_table_markdown  # noqa: E402
 
 BEGIN = "<!-- fault-table:begin -->"
 END = "<!-- fault-table:end -->"
-FILES = ("README.md", "docs/proxy.md")
+FILES = ("docs/proxy.md",)
 
 
 def rewrite(text: str, table: str) -> str:
