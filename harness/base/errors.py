@@ -51,6 +51,9 @@ _NO_SPACE_TEXT = ("No space left on device", "Disk quota exceeded", "database or
 # How DuckDB and Python name the file in the line that says so: `Could not write file
 # "/x/y.wal": No space left on device`, `[Errno 28] No space left on device: '/x/y'`.
 _QUOTED_FILE = re.compile(r'file "([^"]+)"|device: \'([^\']+)\'')
+# The line below, as a process of ours wrote it and another relays it (the proxy joins an
+# upstream's last stderr lines with " | ").
+_SAID = re.compile(r"no space left on the disk mounted at [^\n|]*")
 
 
 def no_space(err: BaseException | str, path: str | os.PathLike[str] | None = None) -> str | None:
@@ -59,6 +62,8 @@ def no_space(err: BaseException | str, path: str | os.PathLike[str] | None = Non
     at /data (0 bytes free) to write /data/runs.duckdb.wal"; None for any other error. The
     file is the error's own (its filename, or the one its message quotes), else `path`."""
     text = str(err)
+    if (said := _SAID.search(text)) is not None:  # another process of ours said it already
+        return said.group(0).rstrip()
     if isinstance(err, OSError) and err.errno in _NO_SPACE:
         named = err.filename
     elif any(said in text for said in _NO_SPACE_TEXT):

@@ -4,17 +4,23 @@ over stdio, or over streamable HTTP."""
 from __future__ import annotations
 
 import argparse
+import sqlite3
+import sys
+import tempfile
 
 import anyio
 from mcp.server.stdio import stdio_server
 
+from harness.base.errors import low_space, no_space
 from runner.upstreams._registry import BUILTIN_UPSTREAMS, serve
+
+PROG = "python -m runner.upstreams"
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     kinds = "\n".join(f"  {k}: {u.description}" for k, u in BUILTIN_UPSTREAMS.items())
     parser = argparse.ArgumentParser(
-        prog="python -m runner.upstreams",
+        prog=PROG,
         description="Serve a built-in reference MCP server over stdio (or HTTP).\n\nkinds:\n"
         + kinds,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -45,12 +51,36 @@ async def _serve_stdio(kind: str, db: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line and serve until stdin closes."""
     args = _parse(argv)
-    if args.http is not None:
-        from runner.upstreams._http import serve_http
+    try:
+        if args.http is not None:
+            from runner.upstreams._http import serve_http
 
-        serve_http(args.kind, args.db, *args.http)
-        return
-    anyio.run(_serve_stdio, args.kind, args.db)
+            serve_http(args.kind, args.db, *args.http)
+            return
+        anyio.run(_serve_stdio, args.kind, args.db)
+    except Exception as exc:  # noqa: BLE001 - only a full disk is said here; the rest re-raised
+        full = _full_disk(exc, args.db)
+        if full is None:
+            raise
+        # V20: one line, short enough to reach the proxy's stderr on that same disk
+        print(f"{PROG}: error: {full}", file=sys.stderr, flush=True)
+        sys.exit(1)
+
+
+def _full_disk(exc: BaseException, db: str) -> str | None:
+    """The one line for a full disk met anywhere under `exc` (the server's task groups wrap
+    it), naming the ledger file; None for any other error."""
+    if isinstance(exc, BaseExceptionGroup):
+        return next((f for e in exc.exceptions if (f := _full_disk(e, db)) is not None), None)
+    if (full := no_space(exc, db)) is not None:
+        return full
+    if isinstance(exc, sqlite3.OperationalError) and "disk I/O error" in str(exc):
+        # SQLite names a write the disk refused an I/O error (no errno): on a disk (almost)
+        # full, the ledger's or the temporary folder's, that is the cause
+        for place in (db, tempfile.gettempdir()):
+            if low_space(place) is not None:
+                return no_space("No space left on device", place)
+    return None
 
 
 if __name__ == "__main__":

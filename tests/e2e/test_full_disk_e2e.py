@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,8 @@ import duckdb
 import pytest
 import yaml
 
+from tests.support import launcher
+from tests.support.paths import ROOT
 from tests.support.specs import REQUEST
 
 pytestmark = pytest.mark.slow
@@ -70,8 +73,9 @@ def _spec(folder: Path, runs: int) -> Path:
 
 def _cli(agent_harness_bin: Path, *args: str, cwd: Path, env: dict[str, str] | None = None,
          stdin: bytes = b"") -> subprocess.CompletedProcess[str]:  # fmt: skip
-    return subprocess.run([str(agent_harness_bin), *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=600, env=env, input=stdin.decode())  # fmt: skip
+    """The command, forked warm (tests/support/launcher.py); with another TMPDIR, fresh."""
+    return launcher.run([str(agent_harness_bin), *args], cwd=cwd, capture_output=True,
+                        text=True, timeout=600, env=env, input=stdin.decode())  # fmt: skip
 
 
 def _errors(stderr: str) -> list[str]:
@@ -109,7 +113,7 @@ def test_v20_a_full_disk_under_the_runs_folders_fails_each_run_in_one_line(
         errors = [e for (e,) in con.execute("SELECT error FROM runs ORDER BY run_id").fetchall()]
     assert len(errors) == 2
     assert all(str(small_disk) in e and "\n" not in e for e in errors), errors
-    assert any(f"no space left on the disk mounted at {small_disk}" in e for e in errors)
+    assert any(f"no space left on the disk mounted at {small_disk}" in e for e in errors), errors
 
 
 def test_v20_g3_runs_hosted_in_process_need_no_disk_under_their_folders(
@@ -148,3 +152,23 @@ def test_v20_outputs_on_a_full_disk_are_one_line_each(agent_harness_bin, tmp_pat
                   cwd=tmp_path)  # fmt: skip
     assert replay.returncode == 1 and TRACEBACK not in replay.stderr
     assert f"disk mounted at {small_disk}" in replay.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("free_kib", [0, 16])
+def test_v20_a_builtin_upstream_on_a_full_disk_exits_with_one_line_naming_disk_and_file(
+    tmp_path, small_disk, free_kib
+):
+    # V20: the built-in upstream died with a 60-line exception-group traceback ("database or
+    # disk is full", or SQLite's "disk I/O error"), which the proxy relayed cut to its last
+    # lines, where neither the disk nor the file was named.
+    (small_disk / "filler").write_bytes(b"\0" * ((600 - free_kib) * 1024))
+    ledger = small_disk / "upstream.sqlite"
+    done = subprocess.run(
+        [sys.executable, "-m", "runner.upstreams", "booking", "--db", str(ledger)],
+        input="", capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(small_disk)},
+    )  # fmt: skip
+    assert done.returncode == 1 and TRACEBACK not in done.stderr, done.stderr[-3000:]
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("python -m runner.upstreams: error: no space left on the disk mounted")
+    assert f"mounted at {small_disk}" in line and str(small_disk) in line.split(" to write ")[1]
