@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support import launcher
 from tests.support.paths import ROOT
 from tests.support.runkit import cli, query
 from tests.support.specs import REQUEST
@@ -232,13 +233,11 @@ def test_u3_agent_sees_no_harness_file_no_provider_key_and_cannot_touch_the_trut
         "command": [sys.executable, str(ROOT / "tests/support/agents/snoops.py")],
         "env": {"MY_SETTING": "kept"},
     }
-    import subprocess
-
     from tests.support.runkit import BIN, cli_env
 
     env = {**cli_env(), "OPENAI_API_KEY": "sk-runner-key", "AWS_SECRET_ACCESS_KEY": "aws-key"}
     path = _spec(tmp_path, [agent], ["none"])
-    result = subprocess.run(
+    result = launcher.run(
         [str(BIN), "run", str(path), "--db", "s.duckdb"], cwd=tmp_path, env=env,
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from harness.base import reaper
+from tests.support import launcher
 from tests.support.leftovers import gone, leaver
 from tests.support.paths import COUNTING_SERVER
 from tests.support.proxyproc import DEADLINE_S
@@ -96,7 +97,7 @@ def test_v16_run_ends_with_a_probe_and_an_agent_that_leave_setsid_grandchildren(
     }  # fmt: skip
     (tmp_path / "trees.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     started = time.monotonic()
-    done = subprocess.run(
+    done = launcher.run(
         [str(agent_harness_bin), "run", "trees.yaml", "--db", "runs.duckdb"], cwd=tmp_path,
         capture_output=True, text=True, timeout=240, env=env,
     )  # fmt: skip

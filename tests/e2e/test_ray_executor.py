@@ -28,6 +28,7 @@ from runner.experiment import load_spec
 from runner.experiment.matrix import expand
 from runner.experiment.records import RunRecord
 from runner.store import Store
+from tests.support import launcher
 from tests.support.paths import BIN, ROOT
 from tests.support.runkit import scripted_sweep_spec
 
@@ -179,7 +180,7 @@ def test_g1_run_and_sweep_on_ray_store_what_a_local_run_stores(  # G1 G2 R1
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         command = [str(BIN), *args, str(spec_path), *on_ray]
-        return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        return launcher.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
 
     # Half the matrix with `run --shard`, the rest by `sweep`, which resumes as locally.
     first = cli("run", "--shard", "1/2")
