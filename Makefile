@@ -169,11 +169,13 @@ run: setup
 	$(BIN)/agent-harness run experiments/example.yaml --db reports/runs.duckdb
 	$(BIN)/agent-harness report --db reports/runs.duckdb --experiment example -o reports/example.html
 
-# Every test, on TEST_WORKERS pytest-xdist workers: most end-to-end tests wait on processes, so
-# more workers than cores pay (6 on 2 cores: 6 min 37 s, 4: 12 min 5 s; docs/performance.md). Each file (or test class) runs whole on one worker, so its
-# module-scoped fixtures are built once; the longest files start first (tests/conftest.py).
+# Every test, on TEST_WORKERS pytest-xdist workers. Each file (or test class) runs whole on one
+# worker, so its module-scoped fixtures are built once; the longest files start first
+# (tests/conftest.py). The suite is CPU-bound on 2 cores: 4 workers keep both cores busy
+# through the tests that wait on processes, more only add contention (quiet, 2026-12-06:
+# 3 workers 10 min 29 s, 4: 9 min 28 s; 6: 11 min 1 s a few commits before; docs/performance.md).
 # The 15 slowest tests are listed at the end.
-TEST_WORKERS ?= 6
+TEST_WORKERS ?= 4
 # Bytecode of the project's own modules first: an environment with PYTHONDONTWRITEBYTECODE set
 # would otherwise compile them again in every `agent-harness` process a test starts (~0.25 s
 # of CPU each on the development machine); a stale file is only ignored, never wrong.
