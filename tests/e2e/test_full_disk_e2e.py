@@ -82,6 +82,17 @@ def _errors(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if ": error: " in line]
 
 
+def _run_on_a_full_tmpdir(agent_harness_bin: Path, folder: Path, disk: Path,
+                          in_process: str) -> tuple[subprocess.CompletedProcess[str], Path]:  # fmt: skip
+    """`run` of two runs with TMPDIR (the runs' own folders) on `disk`, left 40 KiB free."""
+    (disk / "filler").write_bytes(b"\0" * (560 * 1024))
+    env = {**os.environ, "TMPDIR": str(disk)}
+    db = folder / "runs.duckdb"
+    done = _cli(agent_harness_bin, "run", str(_spec(folder, 1)), "--db", str(db),
+                "--in-process", in_process, cwd=folder, env=env)  # fmt: skip
+    return done, db
+
+
 def test_v20_the_store_filling_its_disk_ends_run_in_one_line_and_keeps_what_was_stored(
     agent_harness_bin, tmp_path, small_disk
 ):
@@ -103,11 +114,7 @@ def test_v20_a_full_disk_under_the_runs_folders_fails_each_run_in_one_line(
     agent_harness_bin, tmp_path, small_disk
 ):
     # V20: through processes a run said "Connection closed" and an upstream's traceback.
-    (small_disk / "filler").write_bytes(b"\0" * (560 * 1024))
-    env = {**os.environ, "TMPDIR": str(small_disk)}
-    db = tmp_path / "runs.duckdb"
-    done = _cli(agent_harness_bin, "run", str(_spec(tmp_path, 1)), "--db", str(db),
-                "--in-process", "never", cwd=tmp_path, env=env)  # fmt: skip
+    done, db = _run_on_a_full_tmpdir(agent_harness_bin, tmp_path, small_disk, "never")
     assert done.returncode == 3 and TRACEBACK not in done.stderr, done.stderr[-3000:]
     with duckdb.connect(str(db), read_only=True) as con:
         errors = [e for (e,) in con.execute("SELECT error FROM runs ORDER BY run_id").fetchall()]
@@ -122,17 +129,12 @@ def test_v20_g3_runs_hosted_in_process_need_no_disk_under_their_folders(
     # In process the ledger and the report stay in memory and no run folder is made (issue
     # 37): the same full disk costs these runs nothing (before, they waited until their time
     # limit, then failed in one line).
-    (small_disk / "filler").write_bytes(b"\0" * (560 * 1024))
-    before = sorted(p.name for p in small_disk.iterdir())
-    env = {**os.environ, "TMPDIR": str(small_disk)}
-    db = tmp_path / "runs.duckdb"
-    done = _cli(agent_harness_bin, "run", str(_spec(tmp_path, 1)), "--db", str(db),
-                "--in-process", "always", cwd=tmp_path, env=env)  # fmt: skip
+    done, db = _run_on_a_full_tmpdir(agent_harness_bin, tmp_path, small_disk, "always")
     assert done.returncode == 0 and TRACEBACK not in done.stderr, done.stderr[-3000:]
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute("SELECT status, agreement FROM runs").fetchall()
     assert len(rows) == 2 and all(r == ("ok", "agrees") for r in rows), rows
-    assert sorted(p.name for p in small_disk.iterdir()) == before
+    assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]  # no folder made
 
 
 def test_v20_outputs_on_a_full_disk_are_one_line_each(agent_harness_bin, tmp_path, small_disk):
