@@ -51,6 +51,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
+# A client on this machine sends its body at once; one that stops halfway (or a slowloris)
+# gets a one-line 408 after this long instead of holding its connection open for ever (U5).
+BODY_READ_TIMEOUT_S = 30.0
 PROVIDER = "agent-harness-endpoint"  # litellm custom provider that routes to a running endpoint
 TOOLS_WAIT_S = 10.0  # how long a request may wait for the proxy to have listed the MCP tools
 ERROR_CHARS = 200
@@ -621,7 +624,12 @@ async def _body(request: Any, required: str, kind: type | tuple[type, ...]) -> d
     """The request's JSON object, with its one required member of the right type."""
     from aiohttp import web
 
-    raw = await request.read()  # bounded by client_max_size: 413 past it
+    try:  # bounded by client_max_size (413 past it) and by time
+        raw = await asyncio.wait_for(request.read(), BODY_READ_TIMEOUT_S)
+    except TimeoutError:
+        raise web.HTTPRequestTimeout(
+            reason=f"the body did not arrive within {BODY_READ_TIMEOUT_S:g} s"
+        ) from None
     try:
         body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):

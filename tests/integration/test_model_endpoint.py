@@ -423,3 +423,33 @@ def test_u5_a_body_past_the_bound_is_refused_in_one_line() -> None:
     raw = b'{"messages": "' + b"x" * (MAX_BODY_BYTES + 10) + b'"}'
     answer, served = asyncio.run(_post("/v1/chat/completions", None, raw=raw))
     assert answer.status_code == 413 and "\n" not in answer.text.strip() and not served
+
+
+def test_u5_a_body_that_stops_halfway_is_refused_in_one_line_after_its_time_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # U5: a client that sends its headers and half its body held the connection for ever.
+    from runner.models import endpoint as module
+
+    monkeypatch.setattr(module, "BODY_READ_TIMEOUT_S", 0.5)
+
+    async def half_a_body() -> tuple[bytes, list[Any]]:
+        async with serve_model(ModelSpec(name="scripted/careful"), 1, 30) as endpoint:
+            port = int(endpoint.base_url.split(":")[2].split("/")[0])
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                b"Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 100\r\n\r\n{\"messages\": [" % (port, endpoint.token.encode())
+            )
+            await writer.drain()
+            answer = await asyncio.wait_for(reader.read(), 60)  # the bound is the server's
+            writer.close()
+            return answer, endpoint.served
+
+    answer, served = asyncio.run(half_a_body())
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408"), answer
+    text = body.decode().strip()
+    assert "\n" not in text and "did not arrive within 0.5 s" in json.loads(text)["error"]["message"]
+    assert not served
