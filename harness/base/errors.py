@@ -54,18 +54,23 @@ _QUOTED_FILE = re.compile(r'file "([^"]+)"|device: \'([^\']+)\'')
 # The line below, as a process of ours wrote it and another relays it (the proxy joins an
 # upstream's last stderr lines with " | ").
 _SAID = re.compile(r"no space left on the disk mounted at [^\n|]*")
+# SQLite says this (no errno) for a write the disk refused, also when the disk is full.
+_IO_ERROR = "disk I/O error"
 
 
 def no_space(err: BaseException | str, path: str | os.PathLike[str] | None = None) -> str | None:
     """For an error that says the disk is full (ENOSPC, EDQUOT, or a library's message that
     says so): one line naming the disk and the file, e.g. "no space left on the disk mounted
     at /data (0 bytes free) to write /data/runs.duckdb.wal"; None for any other error. The
-    file is the error's own (its filename, or the one its message quotes), else `path`."""
+    file is the error's own (its filename, or the one its message quotes), else `path`. SQLite's
+    "disk I/O error" counts where the disk holding `path` has under 1 MiB free."""
     text = str(err)
     if (said := _SAID.search(text)) is not None:  # another process of ours said it already
         return said.group(0).rstrip()
     if isinstance(err, OSError) and err.errno in _NO_SPACE:
         named = err.filename
+    elif path is not None and _IO_ERROR in text and low_space(path) is not None:
+        named = None  # a write the (almost) full disk refused, as SQLite says it
     elif any(said in text for said in _NO_SPACE_TEXT):
         line = next(x for x in text.splitlines() if any(said in x for said in _NO_SPACE_TEXT))
         found = _QUOTED_FILE.search(line)

@@ -4,14 +4,13 @@ over stdio, or over streamable HTTP."""
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 import tempfile
 
 import anyio
 from mcp.server.stdio import stdio_server
 
-from harness.base.errors import low_space, no_space
+from harness.base.errors import no_space
 from runner.upstreams._registry import BUILTIN_UPSTREAMS, serve
 
 PROG = "python -m runner.upstreams"
@@ -69,18 +68,12 @@ def main(argv: list[str] | None = None) -> None:
 
 def _full_disk(exc: BaseException, db: str) -> str | None:
     """The one line for a full disk met anywhere under `exc` (the server's task groups wrap
-    it), naming the ledger file; None for any other error."""
+    it), naming the ledger file or the temporary folder its first copy is made in; None for
+    any other error."""
     if isinstance(exc, BaseExceptionGroup):
         return next((f for e in exc.exceptions if (f := _full_disk(e, db)) is not None), None)
-    if (full := no_space(exc, db)) is not None:
-        return full
-    if isinstance(exc, sqlite3.OperationalError) and "disk I/O error" in str(exc):
-        # SQLite names a write the disk refused an I/O error (no errno): on a disk (almost)
-        # full, the ledger's or the temporary folder's, that is the cause
-        for place in (db, tempfile.gettempdir()):
-            if low_space(place) is not None:
-                return no_space("No space left on device", place)
-    return None
+    return next((f for p in (db, tempfile.gettempdir()) if (f := no_space(exc, p)) is not None),
+                None)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import errno
+import sqlite3
 
+import pytest
+
+from harness.base import errors
 from harness.base.errors import no_space
 
 
@@ -30,3 +34,18 @@ def test_v20_enospc_names_the_errors_own_file(tmp_path):
     line = no_space(OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "f")))
     assert line is not None and line.endswith(f"to write {tmp_path / 'f'}")
     assert line.startswith("no space left on the disk mounted at /")
+
+
+@pytest.mark.parametrize(("free", "full"), [(4096, True), (50 * 1024 * 1024, False)])
+def test_v20_sqlites_disk_io_error_is_a_full_disk_only_where_the_disk_is_almost_full(
+    tmp_path, monkeypatch, free, full
+):
+    # SQLite gives no errno: a write the full disk refused reads "disk I/O error".
+    monkeypatch.setattr(errors, "_free", lambda path: free)
+    err = sqlite3.OperationalError("disk I/O error")
+    line = no_space(err, tmp_path / "ledger.sqlite")
+    if full:
+        assert line is not None and line.endswith(f"(4,096 bytes free) to write {tmp_path}/ledger.sqlite")
+    else:
+        assert line is None
+    assert no_space(err) is None  # without a path there is no disk to look at
